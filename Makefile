@@ -1,0 +1,55 @@
+# rmmgo build. `make` builds build/librmmgo.so; `make test` runs every test on
+# the GPU when there is one, else on the simulated device (and says which).
+#
+# Parts of the build live in mk/*.mk (capi, python, cpp, ...), one file per area.
+
+GO        ?= go
+CC        ?= cc
+CXX       ?= c++
+BUILD     ?= build
+LIB       := $(BUILD)/librmmgo.so
+GOFLAGS   ?=
+export CGO_ENABLED := 1
+
+# Backend for tests: the GPU if nvidia-smi sees one, else the simulated device.
+# Set RMMGO_BACKEND yourself to choose.
+ifeq ($(origin RMMGO_BACKEND), undefined)
+  RMMGO_BACKEND := $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo simulated)
+endif
+export RMMGO_BACKEND
+
+# A python3 that has pytest (Debian's python3-pytest installs it for /usr/bin/python3).
+PYTHON ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' >/dev/null 2>&1 && { command -v $$p; break; }; done)
+
+GO_SOURCES := $(shell find cudart core capi -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h) go.mod
+
+.PHONY: all lib test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
+all: lib
+
+lib: $(LIB)
+
+$(LIB): $(GO_SOURCES) include/rmmgo.h
+	@mkdir -p $(BUILD)
+	$(GO) build $(GOFLAGS) -buildmode=c-shared -o $(LIB) ./capi
+	@rm -f $(BUILD)/librmmgo.h  # cgo's header is internal; include/rmmgo.h is the public one
+
+backend-note:
+	@echo "== rmmgo tests run on the $(RMMGO_BACKEND) backend =="
+
+test: backend-note test-go test-race test-c test-cpp test-python
+	@echo "== all tests passed on the $(RMMGO_BACKEND) backend =="
+
+test-go:
+	$(GO) test $(GOFLAGS) -count=1 ./...
+
+# The race detector on the packages that hold the resources.
+test-race:
+	$(GO) test $(GOFLAGS) -race -count=1 ./cudart/... ./core/...
+
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem ./core/...
+
+clean:
+	rm -rf $(BUILD) gpu-bundle
+
+-include mk/*.mk

@@ -1,0 +1,36 @@
+package core
+
+import (
+	"errors"
+)
+
+// Errors that classify a failure. Resources wrap them (with %w) in errors
+// that also say what failed, so callers test with errors.Is. A failure of a
+// CUDA call also wraps the *cudart.Error, so errors.Is(err,
+// cudart.ErrMemoryAllocation) and friends work too.
+var (
+	// ErrOutOfMemory: the resource or its upstream has no room. It is what
+	// RMM calls out_of_memory.
+	ErrOutOfMemory = errors.New("out of memory")
+	// ErrBadAlloc: an allocation failed for another reason (RMM's bad_alloc).
+	ErrBadAlloc = errors.New("allocation failed")
+	// ErrBadAlignment: the alignment is not a power of two, or larger than
+	// the resource supports.
+	ErrBadAlignment = errors.New("unsupported alignment")
+	// ErrInvalidArgument: an argument is out of range (sizes, limits, nil
+	// upstreams, unknown device ids).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInvalidPointer: Deallocate was given memory this resource did not
+	// hand out, or memory already deallocated, where the resource can know.
+	ErrInvalidPointer = errors.New("pointer not allocated by this resource")
+	// ErrWrongDevice: the resource was used while another device than its
+	// own was current.
+	ErrWrongDevice = errors.New("resource used with the wrong device current")
+	// ErrNotSupported: the device or runtime lacks a feature the resource
+	// needs (pageable memory access, memory pools, ...).
+	ErrNotSupported = errors.New("not supported")
+	// ErrClosed: the resource was closed.
+	ErrClosed = errors.New("resource closed")
+	// ErrCUDA: a CUDA call failed; the *cudart.Error is wrapped beside it.
+	ErrCUDA = errors.New("CUDA error")
+)
