@@ -18,6 +18,7 @@ const (
 	ErrorInitializationError         ErrorCode = 3
 	ErrorCudartUnloading             ErrorCode = 4
 	ErrorInvalidDevicePointer        ErrorCode = 17
+	ErrorInvalidMemcpyDirection      ErrorCode = 21
 	ErrorInsufficientDriver          ErrorCode = 35
 	ErrorNoDevice                    ErrorCode = 100
 	ErrorInvalidDevice               ErrorCode = 101
@@ -35,6 +36,7 @@ var codeNames = map[ErrorCode]string{
 	ErrorInitializationError:         "cudaErrorInitializationError",
 	ErrorCudartUnloading:             "cudaErrorCudartUnloading",
 	ErrorInvalidDevicePointer:        "cudaErrorInvalidDevicePointer",
+	ErrorInvalidMemcpyDirection:      "cudaErrorInvalidMemcpyDirection",
 	ErrorInsufficientDriver:          "cudaErrorInsufficientDriver",
 	ErrorNoDevice:                    "cudaErrorNoDevice",
 	ErrorInvalidDevice:               "cudaErrorInvalidDevice",

@@ -62,7 +62,7 @@ func Open(opts Options) (Runtime, error) {
 		}
 		rt, err := OpenCUDA(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v (to run without a GPU, choose the simulated device: %s=simulated)",
+			return nil, fmt.Errorf("%w: %w (to run without a GPU, choose the simulated device: %s=simulated)",
 				ErrBackendUnavailable, err, EnvBackend)
 		}
 		return rt, nil

@@ -1,0 +1,11 @@
+//go:build !cgo || !unix
+
+package cudart
+
+import "errors"
+
+// OpenCUDA needs cgo and dlopen, to load libcudart at run time; this build
+// has neither. The simulated device works without them.
+func OpenCUDA(path string) (Runtime, error) {
+	return nil, errors.New("cudart: this build cannot load the CUDA runtime: it needs cgo (CGO_ENABLED=1) on a Unix system")
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package cudart
+
+const cudaRaceEnabled = true
