@@ -1,0 +1,129 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+// Machinery shared by the base resources: the runtime and device they were
+// made with, the request checks every Allocate starts with, and the
+// translation of a failed free into ErrInvalidPointer.
+
+// Kind names of the base resources, as Kind() and the C ABI spell them.
+const (
+	kindCuda             = "cuda"
+	kindManaged          = "managed"
+	kindPinnedHost       = "pinned_host"
+	kindSystem           = "system"
+	kindSAMHeadroom      = "sam_headroom"
+	kindCudaAsync        = "cuda_async"
+	kindCudaAsyncView    = "cuda_async_view"
+	kindCudaAsyncManaged = "cuda_async_managed"
+)
+
+// maxAllocation is the largest request a base resource passes to CUDA or to
+// the C allocator: 2^57 bytes (128 PiB), the whole virtual address space of
+// a CPU with 5-level page tables and more than any GPU addresses. Larger
+// requests cannot succeed anywhere, so they fail with ErrOutOfMemory before
+// any call is made, and every size arithmetic below it (rounding up to 256,
+// adding a header) cannot overflow.
+const maxAllocation uintptr = 1 << 57
+
+// base is what every base resource records when it is made: the runtime it
+// calls and the device that was current.
+type base struct {
+	rt  cudart.Runtime
+	dev int
+}
+
+// newBase records r and the calling thread's current device.
+func newBase(kind string, r cudart.Runtime) (base, error) {
+	dev, err := r.GetDevice()
+	if err != nil {
+		return base{}, cudaError(kind, err)
+	}
+	return base{rt: r, dev: dev}, nil
+}
+
+// Device reports the device that was current when the resource was made.
+func (b *base) Device() int { return b.dev }
+
+// checkDevice enforces RMM's rule that a resource allocating device-specific
+// memory is used while the device it was made on is current. It costs one
+// GetDevice call.
+func (b *base) checkDevice(kind string) error {
+	cur, err := b.rt.GetDevice()
+	if err != nil {
+		return cudaError(kind, err)
+	}
+	if cur != b.dev {
+		return fmt.Errorf("%s: %w: the resource was made on device %d but device %d is current (set device %d current on this thread first)",
+			kind, ErrWrongDevice, b.dev, cur, b.dev)
+	}
+	return nil
+}
+
+// requestOK is the fast test every base Allocate starts with: true when
+// bytes is neither 0 nor too large and alignment is a power of two no larger
+// than DefaultAlignment. When it is false, rejectRequest says why.
+func requestOK(bytes, alignment uintptr) bool {
+	return bytes-1 < maxAllocation && alignment-1 < DefaultAlignment && alignment&(alignment-1) == 0
+}
+
+// rejectRequest explains a request requestOK refused: an error wrapping
+// ErrBadAlignment for a bad alignment (checked first, so that a bad
+// argument is reported even for zero bytes), nil for zero bytes (the
+// caller returns 0), and an error wrapping ErrOutOfMemory for sizes no
+// memory can hold.
+func rejectRequest(kind string, bytes, alignment uintptr) error {
+	if err := checkAlignment(kind, alignment, DefaultAlignment); err != nil {
+		return err
+	}
+	if bytes == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: cannot allocate %d bytes (more than any address space holds)", kind, ErrOutOfMemory, bytes)
+}
+
+// freeError classifies the failure of a CUDA free (cudaFree, cudaFreeHost,
+// cudaFreeAsync). CUDA answers memory it did not hand out, or memory already
+// freed, with cudaErrorInvalidValue or cudaErrorInvalidDevicePointer; those
+// become ErrInvalidPointer.
+func freeError(kind string, ptr uintptr, err error) error {
+	if errors.Is(err, cudart.ErrInvalidValue) || errors.Is(err, cudart.ErrInvalidDevicePointer) {
+		return fmt.Errorf("%s: %w: %#x was not allocated by this kind of resource, or was already deallocated: %w",
+			kind, ErrInvalidPointer, ptr, err)
+	}
+	return cudaError(kind, err)
+}
+
+// allocError wraps the failure of a CUDA allocation call for bytes bytes.
+func allocError(kind string, bytes uintptr, err error) error {
+	return cudaError(fmt.Sprintf("%s: allocating %d bytes", kind, bytes), err)
+}
+
+// checkDeviceID validates a device id against the runtime's device count.
+func checkDeviceID(r cudart.Runtime, dev int) error {
+	n, err := r.GetDeviceCount()
+	if err != nil {
+		return cudaError("device", err)
+	}
+	if dev < 0 || dev >= n {
+		return fmt.Errorf("%w: device %d does not exist (there are %d devices)", ErrInvalidArgument, dev, n)
+	}
+	return nil
+}
+
+// deviceAttr reads a device attribute, wrapping a failure.
+func deviceAttr(kind string, r cudart.Runtime, attr cudart.DeviceAttr, dev int) (int, error) {
+	v, err := r.DeviceGetAttribute(attr, dev)
+	if err != nil {
+		return 0, cudaError(fmt.Sprintf("%s: reading device %d attribute %d", kind, dev, attr), err)
+	}
+	return v, nil
+}
+
+// runtime returns the runtime the resource calls (for tests).
+func (b *base) runtime() cudart.Runtime { return b.rt }

@@ -1,0 +1,135 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+// CudaAsyncView allocates in stream order from a CUDA memory pool it does
+// not own (cudaMallocFromPoolAsync, cudaFreeAsync), like RMM's
+// cuda_async_view_memory_resource. The pool must outlive the view.
+//
+// The memory is device accessible (as the pool's allocation type makes it).
+// Allocate and Deallocate are stream ordered on the given stream; the
+// memory may be reused by other streams as the pool's reuse policy allows.
+// Two views, or a view and a CudaAsync or CudaAsyncManaged resource, are
+// equal when they use the same pool.
+type CudaAsyncView struct {
+	base
+	pool cudart.MemPool
+}
+
+// NewCudaAsyncView returns a view of pool for the current device. A zero
+// pool is an error wrapping ErrInvalidArgument.
+func NewCudaAsyncView(pool cudart.MemPool) (*CudaAsyncView, error) {
+	r, err := rt()
+	if err != nil {
+		return nil, err
+	}
+	return newCudaAsyncView(r, pool)
+}
+
+// newCudaAsyncView is NewCudaAsyncView on runtime r.
+func newCudaAsyncView(r cudart.Runtime, pool cudart.MemPool) (*CudaAsyncView, error) {
+	if pool == 0 {
+		return nil, fmt.Errorf("%s: %w: the pool handle is null", kindCudaAsyncView, ErrInvalidArgument)
+	}
+	b, err := newBase(kindCudaAsyncView, r)
+	if err != nil {
+		return nil, err
+	}
+	return &CudaAsyncView{base: b, pool: pool}, nil
+}
+
+// PoolHandle returns the pool the view allocates from.
+func (v *CudaAsyncView) PoolHandle() cudart.MemPool { return v.pool }
+
+func (v *CudaAsyncView) asyncPool() cudart.MemPool { return v.pool }
+
+// Allocate returns bytes from the pool, usable in stream order on stream.
+func (v *CudaAsyncView) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	return poolAllocate(&v.base, kindCudaAsyncView, v.pool, stream, bytes, alignment)
+}
+
+// Deallocate gives ptr back to the pool in stream order on stream.
+func (v *CudaAsyncView) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	return poolDeallocate(v.rt, kindCudaAsyncView, stream, ptr)
+}
+
+// AllocateSync allocates on the default stream and synchronizes it.
+func (v *CudaAsyncView) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	return poolAllocateSync(&v.base, kindCudaAsyncView, v.pool, bytes, alignment)
+}
+
+// DeallocateSync deallocates on the default stream.
+func (v *CudaAsyncView) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	return v.Deallocate(DefaultStream, ptr, bytes, alignment)
+}
+
+// Properties reports DeviceAccessible.
+func (v *CudaAsyncView) Properties() Properties { return DeviceAccessible }
+
+// Equal reports whether other allocates from the same pool.
+func (v *CudaAsyncView) Equal(other Resource) bool { return samePool(v.pool, other) }
+
+// Kind returns "cuda_async_view".
+func (v *CudaAsyncView) Kind() string { return kindCudaAsyncView }
+
+// asyncPooled is implemented by the resources that allocate from a CUDA
+// memory pool; asyncPool returns 0 once the pool is gone.
+type asyncPooled interface {
+	asyncPool() cudart.MemPool
+}
+
+// samePool reports whether other allocates from pool (not 0).
+func samePool(pool cudart.MemPool, other Resource) bool {
+	o, ok := other.(asyncPooled)
+	return ok && pool != 0 && o.asyncPool() == pool
+}
+
+// poolAllocate is Allocate for the pool-based resources.
+func poolAllocate(b *base, kind string, pool cudart.MemPool, stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if !requestOK(bytes, alignment) {
+		return 0, rejectRequest(kind, bytes, alignment)
+	}
+	if pool == 0 {
+		return 0, fmt.Errorf("%s: %w", kind, ErrClosed)
+	}
+	if err := b.checkDevice(kind); err != nil {
+		return 0, err
+	}
+	p, err := b.rt.MallocFromPoolAsync(bytes, pool, stream)
+	if err != nil {
+		return 0, allocError(kind, bytes, err)
+	}
+	return p, nil
+}
+
+// poolAllocateSync allocates on the default stream and waits for it, so the
+// memory is ready for any use.
+func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignment uintptr) (uintptr, error) {
+	p, err := poolAllocate(b, kind, pool, DefaultStream, bytes, alignment)
+	if err != nil || p == 0 {
+		return p, err
+	}
+	if err := b.rt.StreamSynchronize(DefaultStream); err != nil {
+		err = cudaError(kind+": synchronizing the default stream after allocating", err)
+		if ferr := b.rt.FreeAsync(p, DefaultStream); ferr != nil {
+			return 0, fmt.Errorf("%w (and freeing the memory failed: %v)", err, ferr)
+		}
+		return 0, err
+	}
+	return p, nil
+}
+
+// poolDeallocate is Deallocate for the pool-based resources.
+func poolDeallocate(r cudart.Runtime, kind string, stream Stream, ptr uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	if err := r.FreeAsync(ptr, stream); err != nil {
+		return freeError(kind, ptr, err)
+	}
+	return nil
+}
