@@ -1,0 +1,30 @@
+/*
+ * framework.c -- the framework allocator entry points (CuPy, PyTorch). Their
+ * shapes return void* and no status, so they are thin C functions over Go
+ * halves that return a status and the pointer as an integer.
+ */
+#include "capi_internal.h"
+
+void* rmm_cupy_malloc(void* param, size_t bytes, int device) {
+  uintptr_t p = 0;
+  if (rmmgo_framework_allocate(RMMGO_FRAMEWORK_CUPY, (uintptr_t)param, bytes, device, 0, &p) != RMM_SUCCESS) {
+    return NULL;
+  }
+  return (void*)p;
+}
+
+void rmm_cupy_free(void* param, void* ptr, int device) {
+  (void)rmmgo_framework_deallocate(RMMGO_FRAMEWORK_CUPY, (uintptr_t)param, (uintptr_t)ptr, 0, device, 0);
+}
+
+void* rmm_torch_allocate(size_t bytes, int device, void* stream) {
+  uintptr_t p = 0;
+  if (rmmgo_framework_allocate(RMMGO_FRAMEWORK_TORCH, 0, bytes, device, (uintptr_t)stream, &p) != RMM_SUCCESS) {
+    return NULL;
+  }
+  return (void*)p;
+}
+
+void rmm_torch_deallocate(void* ptr, size_t bytes, int device, void* stream) {
+  (void)rmmgo_framework_deallocate(RMMGO_FRAMEWORK_TORCH, 0, (uintptr_t)ptr, bytes, device, (uintptr_t)stream);
+}

@@ -1,0 +1,454 @@
+package main
+
+/*
+#include "capi_internal.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/rmmgo/rmmgo/core"
+)
+
+// Resources: creation, references, allocation and queries.
+
+// kindInfo ties an rmm_resource_kind to core's Kind() name.
+type kindInfo struct {
+	kind C.rmm_resource_kind
+	name string // core's Kind()
+}
+
+var kindTable = []kindInfo{
+	{C.RMM_RESOURCE_CUDA, "cuda"},
+	{C.RMM_RESOURCE_MANAGED, "managed"},
+	{C.RMM_RESOURCE_PINNED_HOST, "pinned_host"},
+	{C.RMM_RESOURCE_SYSTEM, "system"},
+	{C.RMM_RESOURCE_SAM_HEADROOM, "sam_headroom"},
+	{C.RMM_RESOURCE_CUDA_ASYNC, "cuda_async"},
+	{C.RMM_RESOURCE_CUDA_ASYNC_VIEW, "cuda_async_view"},
+	{C.RMM_RESOURCE_CUDA_ASYNC_MANAGED, "cuda_async_managed"},
+	{C.RMM_RESOURCE_POOL, "pool"},
+	{C.RMM_RESOURCE_ARENA, "arena"},
+	{C.RMM_RESOURCE_FIXED_SIZE, "fixed_size"},
+	{C.RMM_RESOURCE_BINNING, "binning"},
+	{C.RMM_RESOURCE_ALIGNED, "aligned"},
+	{C.RMM_RESOURCE_CALLBACK, "callback"},
+	{C.RMM_RESOURCE_FAILURE_CALLBACK, "failure_callback"},
+	{C.RMM_RESOURCE_LIMITING, "limiting"},
+	{C.RMM_RESOURCE_LOGGING, "logging"},
+	{C.RMM_RESOURCE_PREFETCH, "prefetch"},
+	{C.RMM_RESOURCE_STATISTICS, "statistics"},
+	{C.RMM_RESOURCE_THREAD_SAFE, "thread_safe"},
+	{C.RMM_RESOURCE_TRACKING, "tracking"},
+}
+
+// kindByName maps core's Kind() to the C enum.
+var kindByName = func() map[string]C.rmm_resource_kind {
+	m := make(map[string]C.rmm_resource_kind, len(kindTable))
+	for _, k := range kindTable {
+		m[k.name] = k.kind
+	}
+	return m
+}()
+
+// kindName is core's Kind() name of a C kind ("" if unknown).
+func kindName(k C.rmm_resource_kind) string {
+	for _, e := range kindTable {
+		if e.kind == k {
+			return e.name
+		}
+	}
+	return ""
+}
+
+// otherNames holds C copies of the kind names of resources the C ABI has
+// no enum value for (Go callers' own resources), made once and kept.
+var otherNames sync.Map // string -> *C.char
+
+func className(res core.Resource) *C.char {
+	kind := res.Kind()
+	if k, ok := kindByName[kind]; ok {
+		if s := C.rmmgo_kind_class_name(C.int(k)); s != nil {
+			return s
+		}
+	}
+	if v, ok := otherNames.Load(kind); ok {
+		return v.(*C.char)
+	}
+	v, _ := otherNames.LoadOrStore(kind, C.CString(kind)) // kept for the process's life
+	return v.(*C.char)
+}
+
+// readOptions copies the part of the caller's options that its struct_size
+// covers over the defaults; fields a newer library added keep defaults.
+func readOptions(fn string, o *C.rmmgo_const_options) (C.rmm_resource_options, error) {
+	var opts C.rmm_resource_options
+	C.rmmgo_options_defaults(&opts)
+	if o == nil {
+		return opts, nil
+	}
+	size := uintptr(o.struct_size)
+	if size < unsafe.Sizeof(o.struct_size) {
+		return opts, fmt.Errorf("%w: options.struct_size is %d: set it with rmm_resource_options_init", core.ErrInvalidArgument, size)
+	}
+	n := min(size, unsafe.Sizeof(opts))
+	src := unsafe.Slice((*byte)(unsafe.Pointer(o)), n)
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(&opts)), n)
+	copy(dst, src)
+	opts.struct_size = C.size_t(unsafe.Sizeof(opts))
+	return opts, nil
+}
+
+//export rmm_resource_create
+func rmm_resource_create(kind C.rmm_resource_kind, options *C.rmmgo_const_options, out *C.rmm_resource_t) (st status) {
+	fn := "rmm_resource_create"
+	defer recoverTo(fn, &st)
+	if name := kindName(kind); name != "" {
+		fn += "(" + name + ")"
+	}
+	if out == nil {
+		return invalid(fn, "out is NULL")
+	}
+	if kindName(kind) == "" {
+		return invalid(fn, "%d is not an rmm_resource_kind", int(kind))
+	}
+	opts, err := readOptions(fn, options)
+	if err != nil {
+		return fail(fn, err, statusInvalidArgument)
+	}
+	e, err := createResource(kind, options != nil, &opts)
+	if err != nil {
+		return fail(fn, err, statusBadAlloc)
+	}
+	putHandle(out, e)
+	return statusSuccess
+}
+
+// createResource makes a resource of kind and registers it with one
+// reference. hasOptions tells whether the caller gave options.
+func createResource(kind C.rmm_resource_kind, hasOptions bool, o *C.rmm_resource_options) (*entry, error) {
+	r, err := runtimeOrFail()
+	if err != nil {
+		return nil, err
+	}
+	dev, err := r.GetDevice()
+	if err != nil {
+		return nil, err
+	}
+	var up *entry
+	if needsUpstream(kind) {
+		if !hasOptions {
+			return nil, fmt.Errorf("%w: this kind needs options with an upstream", core.ErrInvalidArgument)
+		}
+		if o.upstream == nil {
+			return nil, fmt.Errorf("%w: options.upstream is NULL", core.ErrInvalidArgument)
+		}
+		e, err := reg.get(handleValue(o.upstream))
+		if err != nil {
+			return nil, fmt.Errorf("options.upstream: %w", err)
+		}
+		if !e.tryRetain() {
+			return nil, fmt.Errorf("options.upstream: %w: released while in use", errInvalidHandle)
+		}
+		up = e
+	}
+	res, err := construct(kind, hasOptions, o, up)
+	if err != nil {
+		if up != nil {
+			_ = reg.releaseEntry(up)
+		}
+		return nil, err
+	}
+	var deps []*entry
+	if up != nil {
+		deps = []*entry{up}
+	}
+	e, err := reg.add(res, true, dev, deps)
+	if err != nil {
+		closeQuietly(res)
+		if up != nil {
+			_ = reg.releaseEntry(up)
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+// needsUpstream reports whether kind is built over an upstream.
+func needsUpstream(kind C.rmm_resource_kind) bool {
+	switch kind {
+	case C.RMM_RESOURCE_POOL, C.RMM_RESOURCE_ARENA, C.RMM_RESOURCE_FIXED_SIZE, C.RMM_RESOURCE_BINNING,
+		C.RMM_RESOURCE_ALIGNED, C.RMM_RESOURCE_FAILURE_CALLBACK, C.RMM_RESOURCE_LIMITING,
+		C.RMM_RESOURCE_LOGGING, C.RMM_RESOURCE_PREFETCH, C.RMM_RESOURCE_STATISTICS,
+		C.RMM_RESOURCE_THREAD_SAFE, C.RMM_RESOURCE_TRACKING:
+		return true
+	}
+	return false
+}
+
+//export rmm_resource_retain
+func rmm_resource_retain(mr C.rmm_resource_t) (st status) {
+	const fn = "rmm_resource_retain"
+	defer recoverTo(fn, &st)
+	if err := reg.retain(handleValue(mr)); err != nil {
+		return fail(fn, err, statusInvalidHandle)
+	}
+	return statusSuccess
+}
+
+//export rmm_resource_release
+func rmm_resource_release(mr C.rmm_resource_t) (st status) {
+	const fn = "rmm_resource_release"
+	defer recoverTo(fn, &st)
+	if err := reg.release(handleValue(mr)); err != nil {
+		return fail(fn, err, statusInternal)
+	}
+	return statusSuccess
+}
+
+// The allocation hot path: one lock-free handle lookup, the resource's call
+// and the result. Nothing is written to the thread's message on success.
+
+//export rmm_allocate
+func rmm_allocate(mr C.rmm_resource_t, stream C.rmm_stream_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
+	defer recoverTo("rmm_allocate", &st)
+	if ptr == nil {
+		return invalid("rmm_allocate", "ptr is NULL")
+	}
+	e, ok := reg.lookup(handleValue(mr))
+	if !ok {
+		return badHandle("rmm_allocate", mr)
+	}
+	p, err := e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment))
+	if err != nil || (p == 0 && bytes != 0) {
+		return allocFailed("rmm_allocate", e, bytes, alignment, err)
+	}
+	putPointer(ptr, p)
+	return statusSuccess
+}
+
+//export rmm_deallocate
+func rmm_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.Pointer, bytes, alignment C.size_t) (st status) {
+	defer recoverTo("rmm_deallocate", &st)
+	e, ok := reg.lookup(handleValue(mr))
+	if !ok {
+		return badHandle("rmm_deallocate", mr)
+	}
+	if ptr == nil {
+		return statusSuccess
+	}
+	if err := e.res.Deallocate(streamValue(stream), uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
+		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
+	}
+	return statusSuccess
+}
+
+//export rmm_allocate_sync
+func rmm_allocate_sync(mr C.rmm_resource_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
+	defer recoverTo("rmm_allocate_sync", &st)
+	if ptr == nil {
+		return invalid("rmm_allocate_sync", "ptr is NULL")
+	}
+	e, ok := reg.lookup(handleValue(mr))
+	if !ok {
+		return badHandle("rmm_allocate_sync", mr)
+	}
+	p, err := e.res.AllocateSync(uintptr(bytes), uintptr(alignment))
+	if err != nil || (p == 0 && bytes != 0) {
+		return allocFailed("rmm_allocate_sync", e, bytes, alignment, err)
+	}
+	putPointer(ptr, p)
+	return statusSuccess
+}
+
+//export rmm_deallocate_sync
+func rmm_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, alignment C.size_t) (st status) {
+	defer recoverTo("rmm_deallocate_sync", &st)
+	e, ok := reg.lookup(handleValue(mr))
+	if !ok {
+		return badHandle("rmm_deallocate_sync", mr)
+	}
+	if ptr == nil {
+		return statusSuccess
+	}
+	if err := e.res.DeallocateSync(uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
+		return fail(fmt.Sprintf("rmm_deallocate_sync(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
+	}
+	return statusSuccess
+}
+
+// allocFailed reports a failed allocation: err, or a resource that
+// returned no memory and no error for a request of bytes > 0 (a bug in that
+// resource, never passed on to C as a NULL success).
+func allocFailed(fn string, e *entry, bytes, alignment C.size_t, err error) status {
+	fn = fmt.Sprintf("%s(%d bytes, alignment %d)", fn, bytes, alignment)
+	if err == nil {
+		err = fmt.Errorf("%w: the %s resource returned no memory and no error", errInternal, e.res.Kind())
+	}
+	return fail(fn, err, statusBadAlloc)
+}
+
+// badHandle reports a failed lookup of mr (the slow path of a failure).
+func badHandle(fn string, mr C.rmm_resource_t) status {
+	_, err := reg.get(handleValue(mr))
+	if err == nil { // released and made live again in between: still a misuse
+		err = fmt.Errorf("%w: %#x", errInvalidHandle, handleValue(mr))
+	}
+	return fail(fn, err, statusInvalidHandle)
+}
+
+// lookupFor is the lookup of the query functions.
+func lookupFor(fn string, mr C.rmm_resource_t) (*entry, status) {
+	e, err := reg.get(handleValue(mr))
+	if err != nil {
+		return nil, fail(fn, err, statusInvalidHandle)
+	}
+	return e, statusSuccess
+}
+
+//export rmm_resource_has_property
+func rmm_resource_has_property(mr C.rmm_resource_t, property C.rmm_property, has *C.int) (st status) {
+	const fn = "rmm_resource_has_property"
+	defer recoverTo(fn, &st)
+	if has == nil {
+		return invalid(fn, "has is NULL")
+	}
+	e, st := lookupFor(fn, mr)
+	if st != statusSuccess {
+		return st
+	}
+	var p core.Properties
+	switch property {
+	case C.RMM_PROPERTY_DEVICE_ACCESSIBLE:
+		p = core.DeviceAccessible
+	case C.RMM_PROPERTY_HOST_ACCESSIBLE:
+		p = core.HostAccessible
+	default:
+		return invalid(fn, "%d is not an rmm_property", int(property))
+	}
+	*has = 0
+	if e.res.Properties().Has(p) {
+		*has = 1
+	}
+	return statusSuccess
+}
+
+//export rmm_resource_is_equal
+func rmm_resource_is_equal(a, b C.rmm_resource_t, equal *C.int) (st status) {
+	const fn = "rmm_resource_is_equal"
+	defer recoverTo(fn, &st)
+	if equal == nil {
+		return invalid(fn, "equal is NULL")
+	}
+	ea, st := lookupFor(fn+": a", a)
+	if st != statusSuccess {
+		return st
+	}
+	eb, st := lookupFor(fn+": b", b)
+	if st != statusSuccess {
+		return st
+	}
+	*equal = 0
+	if ea == eb || ea.res.Equal(eb.res) {
+		*equal = 1
+	}
+	return statusSuccess
+}
+
+//export rmm_resource_kind_of
+func rmm_resource_kind_of(mr C.rmm_resource_t, kind *C.rmm_resource_kind) (st status) {
+	const fn = "rmm_resource_kind_of"
+	defer recoverTo(fn, &st)
+	if kind == nil {
+		return invalid(fn, "kind is NULL")
+	}
+	e, st := lookupFor(fn, mr)
+	if st != statusSuccess {
+		return st
+	}
+	k, ok := kindByName[e.res.Kind()]
+	if !ok {
+		return fail(fn, fmt.Errorf("%w: the resource's kind %q (made in Go) has no rmm_resource_kind value", core.ErrNotSupported, e.res.Kind()), statusNotSupported)
+	}
+	*kind = k
+	return statusSuccess
+}
+
+//export rmm_resource_name
+func rmm_resource_name(mr C.rmm_resource_t, name *C.rmmgo_cstr) (st status) {
+	const fn = "rmm_resource_name"
+	defer recoverTo(fn, &st)
+	if name == nil {
+		return invalid(fn, "name is NULL")
+	}
+	e, st := lookupFor(fn, mr)
+	if st != statusSuccess {
+		return st
+	}
+	*name = C.rmmgo_cstr(className(e.res))
+	return statusSuccess
+}
+
+// deviceOf finds the device of res: its own (base resources), else its
+// upstream's, down the chain.
+func deviceOf(res core.Resource) (int, bool) {
+	for i := 0; res != nil && i < 1000; i++ {
+		if d, ok := res.(interface{ Device() int }); ok {
+			return d.Device(), true
+		}
+		a, ok := res.(core.Adaptor)
+		if !ok {
+			return 0, false
+		}
+		res = a.Upstream()
+	}
+	return 0, false
+}
+
+//export rmm_resource_device
+func rmm_resource_device(mr C.rmm_resource_t, device *C.int) (st status) {
+	const fn = "rmm_resource_device"
+	defer recoverTo(fn, &st)
+	if device == nil {
+		return invalid(fn, "device is NULL")
+	}
+	e, st := lookupFor(fn, mr)
+	if st != statusSuccess {
+		return st
+	}
+	if d, ok := deviceOf(e.res); ok {
+		*device = C.int(d)
+		return statusSuccess
+	}
+	if e.device >= 0 {
+		*device = C.int(e.device)
+		return statusSuccess
+	}
+	return fail(fn, fmt.Errorf("%w: the %s resource does not know its device", core.ErrNotSupported, e.res.Kind()), statusNotSupported)
+}
+
+//export rmm_resource_upstream
+func rmm_resource_upstream(mr C.rmm_resource_t, upstream *C.rmm_resource_t) (st status) {
+	const fn = "rmm_resource_upstream"
+	defer recoverTo(fn, &st)
+	if upstream == nil {
+		return invalid(fn, "upstream is NULL")
+	}
+	e, st := lookupFor(fn, mr)
+	if st != statusSuccess {
+		return st
+	}
+	a, ok := e.res.(core.Adaptor)
+	if !ok || a.Upstream() == nil {
+		return invalid(fn, "a %s resource has no upstream", e.res.Kind())
+	}
+	u, err := reg.handleFor(a.Upstream())
+	if err != nil {
+		return fail(fn, err, statusInternal)
+	}
+	putHandle(upstream, u)
+	return statusSuccess
+}

@@ -1,0 +1,72 @@
+# The C ABI: C examples and tests against build/librmmgo.so, the exports
+# check, and the CMake package. Included by the Makefile.
+#
+#   make test-c      build and run examples/c and tests/c, check the exports,
+#                    and run test-cmake
+#   make test-cmake  build and install with CMake into a temporary prefix, then
+#                    build and run tests/cmake-consumer and check rmmgo.pc
+#   make bench-c     the C ABI's allocation cost (tests/c/capi_bench.c)
+
+.PHONY: test-c test-cmake bench-c c-programs
+
+# The per-device tests need two devices; the simulated device has two
+# unless told otherwise.
+RMMGO_SIM_DEVICES ?= 2
+export RMMGO_SIM_DEVICES
+
+C_BUILD      := $(BUILD)/c
+C_EXAMPLES   := $(patsubst examples/c/%.c,$(C_BUILD)/example_%,$(wildcard examples/c/*.c))
+C_TESTS      := $(patsubst tests/c/%.c,$(C_BUILD)/%,$(filter-out tests/c/capi_bench.c,$(wildcard tests/c/*.c)))
+C_LINK        = -L$(BUILD) -lrmmgo -Wl,-rpath,$(abspath $(BUILD))
+C_WARN       := -Wall -Wextra -Werror -pedantic
+
+$(C_BUILD)/example_%: examples/c/%.c include/rmmgo.h $(LIB)
+	@mkdir -p $(C_BUILD)
+	$(CC) -std=c99 $(C_WARN) -Iinclude $< -o $@ $(C_LINK)
+
+$(C_BUILD)/%: tests/c/%.c tests/c/test_util.h include/rmmgo.h $(LIB)
+	@mkdir -p $(C_BUILD)
+	$(CC) -std=gnu11 $(C_WARN) -O1 -Iinclude $< -o $@ $(C_LINK) -lpthread
+
+c-programs: $(C_EXAMPLES) $(C_TESTS)
+
+# Programs run in $(C_BUILD) (some write files there), one after another;
+# each prints "N passed, M failed" and fails the target on any failure.
+test-c: c-programs test-cmake
+	@set -e; for p in $(C_EXAMPLES) $(C_TESTS); do \
+	  echo "== $$p ($(RMMGO_BACKEND))"; \
+	  ( cd $(C_BUILD) && ./$$(basename $$p) ) || { echo "FAILED: $$p"; exit 1; }; \
+	done
+	bash tests/c/check-exports.sh include/rmmgo.h $(LIB)
+
+CMAKE_BUILD   := $(BUILD)/cmake
+CMAKE_PREFIX  := $(BUILD)/cmake-install
+CMAKE_CONSUME := $(BUILD)/cmake-consumer
+
+test-cmake:
+	rm -rf $(CMAKE_PREFIX) $(CMAKE_CONSUME)
+	cmake -S . -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=Release -DRMMGO_BUILD_EXAMPLES=ON \
+	  -DCMAKE_INSTALL_PREFIX=$(abspath $(CMAKE_PREFIX)) >/dev/null
+	cmake --build $(CMAKE_BUILD) -j 2
+	cmake --install $(CMAKE_BUILD) >/dev/null
+	@test -f $(CMAKE_PREFIX)/include/rmmgo.h && test -n "$$(find $(CMAKE_PREFIX) -name librmmgo.so)"
+	cmake -S tests/cmake-consumer -B $(CMAKE_CONSUME) -DCMAKE_PREFIX_PATH=$(abspath $(CMAKE_PREFIX)) >/dev/null
+	cmake --build $(CMAKE_CONSUME)
+	$(CMAKE_CONSUME)/consumer
+	@if [ -x $(CMAKE_CONSUME)/consumer_cpp ]; then $(CMAKE_CONSUME)/consumer_cpp; fi
+	$(CMAKE_BUILD)/example_basic
+	@# pkg-config: the installed module compiles and links a program that runs.
+	@pc=$$(dirname $$(find $(abspath $(CMAKE_PREFIX)) -name rmmgo.pc)); \
+	  echo "pkg-config rmmgo: $$(PKG_CONFIG_PATH=$$pc pkg-config --modversion rmmgo)"; \
+	  PKG_CONFIG_PATH=$$pc pkg-config --exists --print-errors 'rmmgo >= 0.1' && \
+	  $(CC) -std=c99 $(C_WARN) tests/cmake-consumer/main.c -o $(CMAKE_CONSUME)/consumer_pc \
+	    $$(PKG_CONFIG_PATH=$$pc pkg-config --cflags --libs rmmgo) \
+	    -Wl,-rpath,$$(PKG_CONFIG_PATH=$$pc pkg-config --variable=libdir rmmgo) && \
+	  $(CMAKE_CONSUME)/consumer_pc
+
+$(C_BUILD)/capi_bench: tests/c/capi_bench.c include/rmmgo.h $(LIB)
+	@mkdir -p $(C_BUILD)
+	$(CC) -std=gnu11 $(C_WARN) -O2 -Iinclude $< -o $@ $(C_LINK) -lpthread -ldl
+
+bench-c: $(C_BUILD)/capi_bench
+	$(C_BUILD)/capi_bench
