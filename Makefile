@@ -23,7 +23,7 @@ PYTHON ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' >
 
 GO_SOURCES := $(shell find cudart core capi -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h) go.mod
 
-.PHONY: all lib test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
+.PHONY: example all lib test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
 all: lib
 
 lib: $(LIB)
@@ -53,3 +53,13 @@ clean:
 	rm -rf $(BUILD) gpu-bundle
 
 -include mk/*.mk
+
+# One folder that runs every test on the real GPU: gpu-bundle/run.sh there.
+gpu-bundle:
+	bash scripts/gpu-bundle.sh
+
+# The newcomer's first command: build the library and run examples/c/basic,
+# on the GPU if there is one, else on the simulated device.
+example: $(BUILD)/c/example_basic
+	@echo "== examples/c/basic on the $(RMMGO_BACKEND) backend =="
+	cd $(BUILD)/c && ./example_basic

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Packs everything the real-GPU verification needs into one folder,
+# gpu-bundle/, built here (x86-64, no CUDA needed). On the GPU machine:
+#     gpu-bundle/run.sh [REPORT_DIR]
+# runs every test against the real GPU and writes a report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=gpu-bundle
+rm -rf "$B"
+mkdir -p "$B"/{lib,bin,c,include,cudart/check,python,cpp,bench,testdata}
+
+make lib
+cp build/librmmgo.so "$B/lib/"
+if make -n torch-shim >/dev/null 2>&1; then make torch-shim && cp build/librmmgo_torch.so "$B/lib/" || true; fi
+cp include/*.h include/*.hpp "$B/include/" 2>/dev/null || cp include/*.h "$B/include/"
+
+# Go test binaries (run there with RMMGO_BACKEND=cuda).
+for p in cudart core capi; do
+  [ -d "$p" ] && go test -c -o "$B/bin/$p.test" "./$p"
+done
+for c in cmd/*/; do
+  n=$(basename "$c"); go build -o "$B/bin/$n" "./$c"
+done
+
+# C examples and tests, built here against the bundled library.
+for f in examples/c/*.c tests/c/*.c; do
+  [ -f "$f" ] || continue
+  n=$(basename "$f" .c)
+  cc -std=gnu11 -O2 -Wall -Wextra -Werror -Iinclude "$f" -o "$B/c/$n" \
+     -L"$B/lib" -lrmmgo -lpthread -Wl,-rpath,'$ORIGIN/../lib'
+done
+cp tests/c/check-exports.sh "$B/c/"
+
+# The CUDA declaration check is compiled there, by nvcc, against the real headers.
+cp -r cudart/check/. "$B/cudart/check/"
+cp cudart/cuda_abi.h "$B/cudart/"
+
+# Python package and tests.
+cp -r python/. "$B/python/"
+rm -rf "$B/python/build" "$B"/python/*.egg-info
+find "$B/python" -name __pycache__ -prune -exec rm -rf {} +
+
+# C++ tests (compiled there with nvcc for the CCCL-on build).
+cp -r tests/cpp/. "$B/cpp/" 2>/dev/null || true
+
+# C benchmark.
+if [ -f bench/random_allocations.c ]; then
+  cc -std=gnu11 -O2 -Wall -Iinclude bench/random_allocations.c -o "$B/bench/random_allocations" \
+     -L"$B/lib" -lrmmgo -lpthread -ldl -lm -Wl,-rpath,'$ORIGIN/../lib'
+fi
+cp -r testdata/. "$B/testdata/" 2>/dev/null || true
+
+cp scripts/gpu-run.sh "$B/run.sh"
+chmod +x "$B/run.sh"
+du -sh "$B"
+echo "bundle ready: $B/run.sh on the GPU machine"

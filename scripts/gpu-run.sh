@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs every rmmgo test against the real GPU. Usage: run.sh [REPORT_DIR] [SECTION...]
+# Sections: env check go c cpp python replay bench (default: all but bench).
+# Writes REPORT_DIR/report.md and one log per section; exit 0 only if all passed.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPORT=${1:-$HERE/report}; shift || true
+SECTIONS=${*:-env check go c cpp python replay}
+mkdir -p "$REPORT"
+export RMMGO_BACKEND=cuda
+export LD_LIBRARY_PATH="$HERE/lib:${LD_LIBRARY_PATH:-}"
+export RMMGO_LIBRARY="$HERE/lib/librmmgo.so"
+PY=${PYTHON:-python3}
+declare -A RESULT
+summary() { echo "| $1 | $2 | $3 |" >> "$REPORT/summary.rows"; RESULT[$1]=$2; }
+: > "$REPORT/summary.rows"
+cd "$HERE"
+
+run_section() { # name, command...
+  local name=$1; shift
+  local log="$REPORT/$name.log"
+  local t0=$SECONDS
+  ( "$@" ) >"$log" 2>&1
+  local rc=$?
+  local tail=$(grep -E "passed|failed|^ok|^FAIL|^PASS|mismatch|error" "$log" | tail -n 3 | tr '\n' ' ' | cut -c1-300)
+  if [ $rc -eq 0 ]; then summary "$name" PASS "$(( SECONDS - t0 ))s ${tail}"; else summary "$name" "FAIL(rc=$rc)" "$(( SECONDS - t0 ))s ${tail}"; fi
+  echo "== $name: rc=$rc ($(( SECONDS - t0 ))s)"; tail -n 15 "$log"
+}
+
+sec_env() {
+  date -u; uname -a; nvidia-smi || true
+  nvcc --version || true
+  $PY -c 'import sys; print(sys.version)'
+  $PY -c 'import torch; print("torch", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))' || true
+  $PY -c 'import cupy; print("cupy", cupy.__version__)' || true
+  $PY -c 'import numba; print("numba", numba.__version__)' || true
+  ldconfig -p | grep -E "libcudart" || true
+}
+sec_check() { sh "$HERE/cudart/check/run.sh"; }
+sec_go() {
+  local rc=0
+  for t in "$HERE"/bin/*.test; do
+    echo "### $(basename "$t")"
+    ( cd "$HERE/testdata" 2>/dev/null || cd "$HERE"; "$t" -test.count=1 -test.v -test.timeout 300s ) || rc=1
+  done
+  return $rc
+}
+sec_c() {
+  local rc=0
+  for t in "$HERE"/c/*; do
+    [ -x "$t" ] && [ -f "$t" ] || continue
+    case "$t" in *.sh) continue;; esac
+    echo "### $(basename "$t")"
+    ( cd "$REPORT" && "$t" ) || { echo "FAILED: $(basename "$t")"; rc=1; }
+  done
+  [ -f "$HERE/c/check-exports.sh" ] && { bash "$HERE/c/check-exports.sh" "$HERE/include/rmmgo.h" "$HERE/lib/librmmgo.so" || rc=1; }
+  return $rc
+}
+sec_cpp() { cd "$HERE/cpp" && RMMGO_ROOT="$HERE" bash ./run_gpu.sh; }
+sec_python() { cd "$HERE/python" && PYTHONPATH="$HERE/python" $PY -m pytest -q -rs tests; }
+sec_replay() {
+  local f=$(ls "$HERE"/testdata/*.csv 2>/dev/null | head -1)
+  [ -n "$f" ] || { "$HERE/bin/rmmgo-replay" -generate 20000 -o "$REPORT/replay-log.csv" && f="$REPORT/replay-log.csv"; }
+  for r in pool arena binning cuda_async; do
+    "$HERE/bin/rmmgo-replay" -f "$f" -r "$r" -plot "$REPORT/replay-$r.png" || return 1
+  done
+}
+sec_bench() { "$HERE/bench/random_allocations" ${BENCH_ARGS:-}; }
+
+for s in $SECTIONS; do run_section "$s" "sec_$s"; done
+
+{
+  echo "# rmmgo GPU run, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/- GPU: /'
+  echo
+  echo "| section | result | time and last lines |"
+  echo "| --- | --- | --- |"
+  cat "$REPORT/summary.rows"
+} > "$REPORT/report.md"
+cat "$REPORT/report.md"
+for v in "${RESULT[@]}"; do [ "$v" = PASS ] || exit 1; done
+exit 0
