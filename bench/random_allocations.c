@@ -1,0 +1,892 @@
+/*
+ * random_allocations.c -- the shared random-allocations workload
+ * (shared/bench/random-allocations.md) through rmmgo.h, with cudaMalloc /
+ * cudaFree and cudaMallocAsync / cudaFreeAsync measured in the same run.
+ *
+ * Each thread runs its own copy of RMM's RANDOM_ALLOCATIONS loop on one
+ * shared resource: 2 * num_allocations steps; each step draws a size
+ * uniformly from 1 .. max_size; while something is live it allocates with
+ * probability 73 % (and only while fewer than num_allocations were made and
+ * live + size < max_usage), otherwise -- and when an allocation fails -- it
+ * frees a live allocation chosen uniformly; whatever is live at the end is
+ * freed. Every allocation and every free is one op. Alignment 256.
+ *
+ * The CUDA runtime for the baselines is loaded with dlopen (the library
+ * rmmgo itself loads: RMMGO_CUDART_LIBRARY, libcudart.so.13, .12); on the
+ * simulated backend the baselines are skipped.
+ *
+ * Output: a markdown report on stdout. Run with --help for the flags.
+ */
+#define _GNU_SOURCE
+#include "rmmgo.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------- CUDA entry */
+
+/* Our own prototypes for the few runtime and driver calls we make. */
+typedef int (*cuda_malloc_fn)(void**, size_t);
+typedef int (*cuda_free_fn)(void*);
+typedef int (*cuda_malloc_async_fn)(void**, size_t, rmm_stream_t);
+typedef int (*cuda_free_async_fn)(void*, rmm_stream_t);
+typedef int (*cuda_default_mem_pool_fn)(rmm_mem_pool_t*, int);
+typedef int (*cuda_mem_pool_attr_fn)(rmm_mem_pool_t, int, void*);
+typedef int (*cuda_mem_pool_trim_fn)(rmm_mem_pool_t, size_t);
+typedef int (*cuda_int_fn)(int);
+typedef int (*cuda_void_fn)(void);
+typedef const char* (*cuda_error_string_fn)(int);
+
+enum { CUDA_MEM_POOL_ATTR_RELEASE_THRESHOLD = 4, CUDA_MEM_POOL_ATTR_RESERVED_MEM_HIGH = 6 };
+
+static struct {
+  bool loaded;
+  char library[256];
+  cuda_malloc_fn malloc_;
+  cuda_free_fn free_;
+  cuda_malloc_async_fn malloc_async;
+  cuda_free_async_fn free_async;
+  cuda_default_mem_pool_fn default_mem_pool;
+  cuda_mem_pool_attr_fn pool_set;
+  cuda_mem_pool_attr_fn pool_get;
+  cuda_mem_pool_trim_fn pool_trim;
+  cuda_int_fn set_device;
+  cuda_void_fn device_synchronize;
+  cuda_error_string_fn error_string;
+} cu;
+
+static bool load_cudart(char* why, size_t why_size) {
+  const char* names[4] = {getenv("RMMGO_CUDART_LIBRARY"), "libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  void* lib = NULL;
+  for (int i = 0; i < 4 && lib == NULL; i++) {
+    if (names[i] == NULL || names[i][0] == '\0') continue;
+    lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (lib != NULL) snprintf(cu.library, sizeof cu.library, "%s", names[i]);
+  }
+  if (lib == NULL) {
+    snprintf(why, why_size, "cannot dlopen the CUDA runtime: %s", dlerror());
+    return false;
+  }
+#define LOAD(field, sym)                                                     \
+  do {                                                                       \
+    *(void**)(&cu.field) = dlsym(lib, sym);                                  \
+    if (cu.field == NULL) {                                                  \
+      snprintf(why, why_size, "%s has no %s", cu.library, sym);              \
+      return false;                                                          \
+    }                                                                        \
+  } while (0)
+  LOAD(malloc_, "cudaMalloc");
+  LOAD(free_, "cudaFree");
+  LOAD(malloc_async, "cudaMallocAsync");
+  LOAD(free_async, "cudaFreeAsync");
+  LOAD(default_mem_pool, "cudaDeviceGetDefaultMemPool");
+  LOAD(pool_set, "cudaMemPoolSetAttribute");
+  LOAD(pool_get, "cudaMemPoolGetAttribute");
+  LOAD(pool_trim, "cudaMemPoolTrimTo");
+  LOAD(set_device, "cudaSetDevice");
+  LOAD(device_synchronize, "cudaDeviceSynchronize");
+  LOAD(error_string, "cudaGetErrorString");
+#undef LOAD
+  cu.loaded = true;
+  return true;
+}
+
+/* The device's name through the driver API, or "" when unavailable. */
+static void device_name(int device, char* out, size_t size) {
+  out[0] = '\0';
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) return;
+  int (*init)(unsigned) = NULL;
+  int (*get)(int*, int) = NULL;
+  int (*name)(char*, int, int) = NULL;
+  *(void**)(&init) = dlsym(lib, "cuInit");
+  *(void**)(&get) = dlsym(lib, "cuDeviceGet");
+  *(void**)(&name) = dlsym(lib, "cuDeviceGetName");
+  int dev = 0;
+  if (init == NULL || get == NULL || name == NULL || init(0) != 0 || get(&dev, device) != 0) return;
+  if (name(out, (int)size, dev) != 0) out[0] = '\0';
+}
+
+/* --------------------------------------------------------------- options */
+
+typedef struct {
+  const char* name;
+  size_t num_allocations;
+  size_t max_size;
+} bench_case;
+
+static const bench_case standard_cases[] = {
+    {"small", 100000, 4u << 10},
+    {"medium", 20000, 1u << 20},
+    {"large", 2000, 64u << 20},
+};
+
+enum { MAX_THREAD_COUNTS = 16, MAX_THREADS = 1024 };
+
+static struct {
+  bool cases[3];
+  size_t num_allocations; /* 0: the case's */
+  size_t max_size;        /* 0: the case's */
+  int threads[MAX_THREAD_COUNTS];
+  int thread_count_n;
+  int reps;
+  int warmup;
+  size_t max_usage; /* 0: 16,000 MiB on CUDA, a quarter of the device on the simulated one */
+  bool max_usage_per_thread;
+  int stream_mode; /* 0 auto (own stream when threads > 1), 1 default stream, 2 own stream */
+  bool resources[6];
+  bool baselines;
+  bool efficiency;
+  uint64_t seed;
+  int device;
+  size_t pool_initial; /* RMM_SIZE_DEFAULT: half the free memory */
+  size_t arena_size;   /* RMM_SIZE_DEFAULT: half the free memory */
+  int bin_min_exp, bin_max_exp;
+  size_t fixed_blocks;
+  double budget_s;
+} opt;
+
+static const char* resource_names[6] = {"cuda", "cuda_async", "pool", "arena", "binning", "fixed_size"};
+enum { R_CUDA, R_CUDA_ASYNC, R_POOL, R_ARENA, R_BINNING, R_FIXED };
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: random_allocations [flags]\n"
+          "  --case LIST           small,medium,large or all (default all)\n"
+          "  --threads LIST        thread counts (default 1,4,16)\n"
+          "  --reps N              timed repetitions, median reported (default 5)\n"
+          "  --warmup N            untimed repetitions first (default 0)\n"
+          "  --resource LIST       cuda,cuda_async,pool,arena,binning,fixed_size or all (default all)\n"
+          "  --no-baselines        skip cudaMalloc and cudaMallocAsync\n"
+          "  --no-efficiency       skip the extra untimed repetition that measures peak live bytes\n"
+          "  --max-usage BYTES     live-bytes cap over all threads (default 16000MiB on CUDA,\n"
+          "                        a quarter of device memory on the simulated device)\n"
+          "  --max-usage-per-thread  the cap applies to each thread, not divided among them\n"
+          "  --num-allocations N   override the case's allocation count (per thread)\n"
+          "  --max-size BYTES      override the case's largest size\n"
+          "  --stream MODE         auto (own non-blocking stream per thread when threads > 1),\n"
+          "                        default (the default stream) or own (default auto)\n"
+          "  --seed N              base seed; thread t uses seed + t (default 42)\n"
+          "  --device N            device to run on (default 0)\n"
+          "  --pool-initial BYTES  pool initial size, or 'half' (default half the free memory)\n"
+          "  --arena-size BYTES    arena size, or 'half' (default half the free memory)\n"
+          "  --bins MIN:MAX        binning's fixed-size bins 2^MIN..2^MAX bytes (default 8:22)\n"
+          "  --fixed-blocks N      fixed_size blocks preallocated at a time (default 128)\n"
+          "  --budget SECONDS      start no new configuration after this long (default: none)\n"
+          "Sizes take B, KiB, MiB, GiB (or kB, MB, GB).\n");
+}
+
+static bool parse_bytes(const char* s, size_t* out) {
+  char* end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno != 0 || v < 0) return false;
+  while (*end == ' ') end++;
+  double mult = 1;
+  if (*end == '\0' || strcasecmp(end, "b") == 0) mult = 1;
+  else if (strcasecmp(end, "kib") == 0 || strcasecmp(end, "k") == 0) mult = 1024.0;
+  else if (strcasecmp(end, "mib") == 0 || strcasecmp(end, "m") == 0) mult = 1024.0 * 1024;
+  else if (strcasecmp(end, "gib") == 0 || strcasecmp(end, "g") == 0) mult = 1024.0 * 1024 * 1024;
+  else if (strcasecmp(end, "kb") == 0) mult = 1e3;
+  else if (strcasecmp(end, "mb") == 0) mult = 1e6;
+  else if (strcasecmp(end, "gb") == 0) mult = 1e9;
+  else return false;
+  *out = (size_t)(v * mult);
+  return true;
+}
+
+static bool parse_list(const char* s, const char* const* names, int n, bool* flags) {
+  for (int i = 0; i < n; i++) flags[i] = strcmp(s, "all") == 0;
+  if (strcmp(s, "all") == 0) return true;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char* tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    int found = -1;
+    for (int i = 0; i < n; i++)
+      if (strcmp(tok, names[i]) == 0) found = i;
+    if (found < 0) return false;
+    flags[found] = true;
+  }
+  return true;
+}
+
+static bool parse_args(int argc, char** argv) {
+  opt.cases[0] = opt.cases[1] = opt.cases[2] = true;
+  opt.threads[0] = 1, opt.threads[1] = 4, opt.threads[2] = 16, opt.thread_count_n = 3;
+  opt.reps = 5;
+  for (int i = 0; i < 6; i++) opt.resources[i] = true;
+  opt.baselines = true;
+  opt.efficiency = true;
+  opt.seed = 42;
+  opt.pool_initial = RMM_SIZE_DEFAULT;
+  opt.arena_size = RMM_SIZE_DEFAULT;
+  opt.bin_min_exp = 8, opt.bin_max_exp = 22;
+  opt.fixed_blocks = 128;
+  static const char* const case_names[3] = {"small", "medium", "large"};
+  for (int i = 1; i < argc; i++) {
+    char* arg = argv[i];
+    char* val = NULL;
+    char* eq = strchr(arg, '=');
+    if (eq != NULL) *eq = '\0', val = eq + 1;
+#define VALUE() (val != NULL ? val : (i + 1 < argc ? argv[++i] : NULL))
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout);
+      exit(0);
+    } else if (strcmp(arg, "--no-baselines") == 0) {
+      opt.baselines = false;
+    } else if (strcmp(arg, "--no-efficiency") == 0) {
+      opt.efficiency = false;
+    } else if (strcmp(arg, "--max-usage-per-thread") == 0) {
+      opt.max_usage_per_thread = true;
+    } else {
+      static const char* const valued[] = {"--case", "--resource", "--threads", "--reps", "--warmup", "--max-usage",
+                                           "--num-allocations", "--max-size", "--stream", "--seed", "--device",
+                                           "--pool-initial", "--arena-size", "--bins", "--fixed-blocks", "--budget"};
+      bool known = false;
+      for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known = known || strcmp(arg, valued[k]) == 0;
+      if (!known) {
+        fprintf(stderr, "random_allocations: unknown flag %s\n", arg);
+        usage(stderr);
+        return false;
+      }
+      const char* v = VALUE();
+      if (v == NULL) {
+        fprintf(stderr, "random_allocations: %s needs a value\n", arg);
+        return false;
+      }
+      bool ok = true;
+      if (strcmp(arg, "--case") == 0) ok = parse_list(v, case_names, 3, opt.cases);
+      else if (strcmp(arg, "--resource") == 0) ok = parse_list(v, resource_names, 6, opt.resources);
+      else if (strcmp(arg, "--threads") == 0) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", v);
+        opt.thread_count_n = 0;
+        for (char* tok = strtok(buf, ","); tok != NULL && ok; tok = strtok(NULL, ",")) {
+          int t = atoi(tok);
+          ok = t >= 1 && t <= MAX_THREADS && opt.thread_count_n < MAX_THREAD_COUNTS;
+          if (ok) opt.threads[opt.thread_count_n++] = t;
+        }
+        ok = ok && opt.thread_count_n > 0;
+      } else if (strcmp(arg, "--reps") == 0) ok = (opt.reps = atoi(v)) >= 1;
+      else if (strcmp(arg, "--warmup") == 0) ok = (opt.warmup = atoi(v)) >= 0;
+      else if (strcmp(arg, "--max-usage") == 0) ok = parse_bytes(v, &opt.max_usage) && opt.max_usage > 0;
+      else if (strcmp(arg, "--num-allocations") == 0) ok = parse_bytes(v, &opt.num_allocations) && opt.num_allocations > 0;
+      else if (strcmp(arg, "--max-size") == 0) ok = parse_bytes(v, &opt.max_size) && opt.max_size > 0;
+      else if (strcmp(arg, "--stream") == 0) {
+        if (strcmp(v, "auto") == 0) opt.stream_mode = 0;
+        else if (strcmp(v, "default") == 0) opt.stream_mode = 1;
+        else if (strcmp(v, "own") == 0) opt.stream_mode = 2;
+        else ok = false;
+      } else if (strcmp(arg, "--seed") == 0) opt.seed = strtoull(v, NULL, 10);
+      else if (strcmp(arg, "--device") == 0) ok = (opt.device = atoi(v)) >= 0;
+      else if (strcmp(arg, "--pool-initial") == 0) {
+        if (strcmp(v, "half") == 0) opt.pool_initial = RMM_SIZE_DEFAULT;
+        else ok = parse_bytes(v, &opt.pool_initial);
+      } else if (strcmp(arg, "--arena-size") == 0) {
+        if (strcmp(v, "half") == 0) opt.arena_size = RMM_SIZE_DEFAULT;
+        else ok = parse_bytes(v, &opt.arena_size);
+      } else if (strcmp(arg, "--bins") == 0) {
+        ok = sscanf(v, "%d:%d", &opt.bin_min_exp, &opt.bin_max_exp) == 2 && opt.bin_min_exp >= 0 &&
+             opt.bin_min_exp <= opt.bin_max_exp && opt.bin_max_exp < 63;
+      } else if (strcmp(arg, "--fixed-blocks") == 0) ok = parse_bytes(v, &opt.fixed_blocks) && opt.fixed_blocks > 0;
+      else if (strcmp(arg, "--budget") == 0) ok = (opt.budget_s = atof(v)) > 0;
+      if (!ok) {
+        fprintf(stderr, "random_allocations: bad value for %s: %s\n", arg, v);
+        return false;
+      }
+    }
+#undef VALUE
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ allocators */
+
+typedef enum { KIND_RMMGO, KIND_CUDA_MALLOC, KIND_CUDA_MALLOC_ASYNC } alloc_kind;
+
+typedef struct {
+  const char* name;
+  alloc_kind kind;
+  rmm_resource_t mr;        /* KIND_RMMGO: the resource under test      */
+  rmm_resource_t upstream;  /* statistics adaptor below it, or NULL     */
+  rmm_mem_pool_t cuda_pool; /* a CUDA pool whose reserved memory counts */
+} allocator;
+
+enum { ALLOC_OK = 0, ALLOC_NO_MEMORY = 1, ALLOC_ERROR = 2 };
+enum { CUDA_ERROR_MEMORY_ALLOCATION = 2 };
+
+/* ALLOC_OK, ALLOC_NO_MEMORY (the workload then frees instead), or
+ * ALLOC_ERROR (anything else: the run stops and says why). */
+static inline int alloc_one(const allocator* a, rmm_stream_t s, size_t n, void** p, int* code) {
+  switch (a->kind) {
+    case KIND_RMMGO: *code = (int)rmm_allocate(a->mr, s, n, RMM_DEFAULT_ALIGNMENT, p); break;
+    case KIND_CUDA_MALLOC: *code = cu.malloc_(p, n); break;
+    case KIND_CUDA_MALLOC_ASYNC: *code = cu.malloc_async(p, n, s); break;
+  }
+  if (*code == 0) return ALLOC_OK;
+  const int oom = a->kind == KIND_RMMGO ? (int)RMM_ERROR_OUT_OF_MEMORY : CUDA_ERROR_MEMORY_ALLOCATION;
+  return *code == oom ? ALLOC_NO_MEMORY : ALLOC_ERROR;
+}
+
+static inline int free_one(const allocator* a, rmm_stream_t s, void* p, size_t n) {
+  switch (a->kind) {
+    case KIND_RMMGO: return (int)rmm_deallocate(a->mr, s, p, n, RMM_DEFAULT_ALIGNMENT);
+    case KIND_CUDA_MALLOC: return cu.free_(p);
+    case KIND_CUDA_MALLOC_ASYNC: return cu.free_async(p, s);
+  }
+  return -1;
+}
+
+/* ---------------------------------------------------------------- workers */
+
+static inline uint64_t splitmix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+  /* in */
+  const allocator* a;
+  rmm_stream_t stream;
+  uint64_t seed;
+  size_t num_allocations, max_size, max_usage;
+  int device;
+  bool count_live; /* the efficiency repetition: keep the shared live count */
+  pthread_barrier_t* start;
+  void** ptrs;
+  size_t* sizes;
+  /* out */
+  uint64_t ops, failures;
+  double t_start, t_end;
+  char error[256];
+} worker;
+
+static _Atomic int64_t live_now, live_peak;
+static double t_begin; /* when the measurements began, for progress lines */
+
+static inline void count_live(int64_t delta) {
+  int64_t v = atomic_fetch_add_explicit(&live_now, delta, memory_order_relaxed) + delta;
+  int64_t p = atomic_load_explicit(&live_peak, memory_order_relaxed);
+  while (v > p && !atomic_compare_exchange_weak_explicit(&live_peak, &p, v, memory_order_relaxed,
+                                                         memory_order_relaxed)) {
+  }
+}
+
+static void* run_worker(void* arg) {
+  worker* w = arg;
+  const allocator* a = w->a;
+  bool ok_device = true;
+  if (a->kind == KIND_RMMGO) ok_device = rmm_set_device(w->device) == RMM_SUCCESS;
+  else ok_device = cu.set_device(w->device) == 0;
+  if (!ok_device) snprintf(w->error, sizeof w->error, "cannot set device %d", w->device);
+  pthread_barrier_wait(w->start);
+  if (w->error[0] != '\0') return NULL;
+
+  uint64_t rng = w->seed;
+  size_t live = 0, made = 0, live_bytes = 0;
+  uint64_t ops = 0, failures = 0;
+  const size_t n = w->num_allocations;
+  const rmm_stream_t s = w->stream;
+  w->t_start = now_s();
+  for (size_t step = 0; step < 2 * n; step++) {
+    size_t size = 1 + (size_t)(splitmix64(&rng) % w->max_size);
+    bool do_alloc = true;
+    if (live > 0) {
+      do_alloc = splitmix64(&rng) % 100 < 73 && made < n && live_bytes + size < w->max_usage;
+    }
+    void* p = NULL;
+    if (do_alloc) {
+      int code = 0;
+      int got = alloc_one(a, s, size, &p, &code);
+      if (got == ALLOC_ERROR) {
+        snprintf(w->error, sizeof w->error, "allocating %zu bytes failed (%d): %s", size, code,
+                 a->kind == KIND_RMMGO ? rmm_last_error_message() : cu.error_string(code));
+        break;
+      }
+      if (got == ALLOC_NO_MEMORY) {
+        do_alloc = false;
+        failures++;
+      }
+    }
+    if (do_alloc) {
+      w->ptrs[live] = p;
+      w->sizes[live] = size;
+      live++, made++, ops++;
+      live_bytes += size;
+      if (w->count_live) count_live((int64_t)size);
+    } else if (live > 0) {
+      size_t i = (size_t)(splitmix64(&rng) % live);
+      int rc = free_one(a, s, w->ptrs[i], w->sizes[i]);
+      if (rc != 0) {
+        snprintf(w->error, sizeof w->error, "free failed (%d): %s", rc,
+                 a->kind == KIND_RMMGO ? rmm_last_error_message() : cu.error_string(rc));
+        break;
+      }
+      if (w->count_live) count_live(-(int64_t)w->sizes[i]);
+      live_bytes -= w->sizes[i];
+      live--, ops++;
+      w->ptrs[i] = w->ptrs[live];
+      w->sizes[i] = w->sizes[live];
+    }
+  }
+  while (live > 0) {
+    live--;
+    int rc = free_one(a, s, w->ptrs[live], w->sizes[live]);
+    if (rc != 0 && w->error[0] == '\0') snprintf(w->error, sizeof w->error, "final free failed (%d)", rc);
+    if (w->count_live) count_live(-(int64_t)w->sizes[live]);
+    ops++;
+  }
+  rmm_stream_synchronize(s);
+  w->t_end = now_s();
+  w->ops = ops;
+  w->failures = failures;
+  return NULL;
+}
+
+typedef struct {
+  double seconds;
+  uint64_t ops, failures;
+  char error[256];
+} rep_result;
+
+/* One repetition: every thread runs its loop once; wall time from the first
+ * start to the last end. */
+static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams, size_t n, size_t max_size,
+                          size_t max_usage_per_thread, bool count, worker* ws, void** ptrs, size_t* sizes) {
+  rep_result r = {0};
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, (unsigned)threads);
+  pthread_t tids[MAX_THREADS];
+  for (int t = 0; t < threads; t++) {
+    worker* w = &ws[t];
+    memset(w, 0, sizeof *w);
+    w->a = a;
+    w->stream = streams[t];
+    w->seed = opt.seed + (uint64_t)t;
+    w->num_allocations = n;
+    w->max_size = max_size;
+    w->max_usage = max_usage_per_thread;
+    w->device = opt.device;
+    w->count_live = count;
+    w->start = &start;
+    w->ptrs = ptrs + (size_t)t * n;
+    w->sizes = sizes + (size_t)t * n;
+    if (pthread_create(&tids[t], NULL, run_worker, w) != 0) {
+      fprintf(stderr, "random_allocations: pthread_create failed\n");
+      exit(1);
+    }
+  }
+  double first = 1e300, last = 0;
+  for (int t = 0; t < threads; t++) {
+    pthread_join(tids[t], NULL);
+    if (ws[t].error[0] != '\0' && r.error[0] == '\0') snprintf(r.error, sizeof r.error, "%s", ws[t].error);
+    if (ws[t].t_start < first) first = ws[t].t_start;
+    if (ws[t].t_end > last) last = ws[t].t_end;
+    r.ops += ws[t].ops;
+    r.failures += ws[t].failures;
+  }
+  pthread_barrier_destroy(&start);
+  r.seconds = last - first;
+  return r;
+}
+
+/* -------------------------------------------------------------- resources */
+
+static const char* lib_error(void) { return rmm_last_error_message(); }
+
+static rmm_resource_t make_stats(char* err, size_t errn) {
+  rmm_resource_t cuda = NULL, stats = NULL;
+  rmm_resource_options o;
+  if (rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda) != RMM_SUCCESS) {
+    snprintf(err, errn, "cuda: %s", lib_error());
+    return NULL;
+  }
+  rmm_resource_options_init(&o);
+  o.upstream = cuda;
+  rmm_status st = rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats);
+  if (st != RMM_SUCCESS) snprintf(err, errn, "statistics: %s", lib_error());
+  rmm_resource_release(cuda);
+  return st == RMM_SUCCESS ? stats : NULL;
+}
+
+static void size_text(size_t v, char* out, size_t n) {
+  if (v == RMM_SIZE_DEFAULT) snprintf(out, n, "half of free memory");
+  else if (v >= (1ull << 30) && v % (1ull << 30) == 0) snprintf(out, n, "%zu GiB", v >> 30);
+  else if (v >= (1ull << 20) && v % (1ull << 20) == 0) snprintf(out, n, "%zu MiB", v >> 20);
+  else if (v >= (1ull << 10) && v % (1ull << 10) == 0) snprintf(out, n, "%zu KiB", v >> 10);
+  else snprintf(out, n, "%zu B", v);
+}
+
+/* What resource r is, for the report. */
+static void describe_resource(int r, char* out, size_t n) {
+  char s1[64], s2[64];
+  size_text(r == R_ARENA ? opt.arena_size : opt.pool_initial, s1, sizeof s1);
+  size_text((size_t)1 << opt.bin_max_exp, s2, sizeof s2);
+  switch (r) {
+    case R_CUDA: snprintf(out, n, "cuda_memory_resource"); break;
+    case R_CUDA_ASYNC:
+      snprintf(out, n, "cuda_async_memory_resource (its own pool, release threshold: keep everything)");
+      break;
+    case R_POOL: snprintf(out, n, "pool_memory_resource(cuda, initial %s, no maximum)", s1); break;
+    case R_ARENA: snprintf(out, n, "arena_memory_resource(cuda, arena %s)", s1); break;
+    case R_BINNING:
+      snprintf(out, n,
+               "binning_memory_resource(pool(cuda, initial %s)): fixed-size bins %zu B..%s (%d bins, 128 blocks "
+               "preallocated each), larger sizes from the pool",
+               s1, (size_t)1 << opt.bin_min_exp, s2, opt.bin_max_exp - opt.bin_min_exp + 1);
+      break;
+    default:
+      snprintf(out, n, "fixed_size_memory_resource(cuda), block = the case's max_size rounded up to 256 B, %zu blocks "
+               "at a time",
+               opt.fixed_blocks);
+  }
+}
+
+/* Makes resource r for a case whose largest size is max_size. Returns false
+ * with err set on failure. */
+static bool make_resource(int r, size_t max_size, allocator* a, char* err, size_t en) {
+  memset(a, 0, sizeof *a);
+  a->kind = KIND_RMMGO;
+  a->name = resource_names[r];
+  rmm_resource_options o;
+  rmm_resource_options_init(&o);
+  rmm_status st = RMM_SUCCESS;
+  switch (r) {
+    case R_CUDA:
+      st = rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &a->mr);
+      break;
+    case R_CUDA_ASYNC:
+      st = rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC, &o, &a->mr);
+      if (st == RMM_SUCCESS && cu.loaded) rmm_cuda_async_pool_handle(a->mr, &a->cuda_pool);
+      break;
+    case R_POOL:
+    case R_ARENA:
+    case R_FIXED:
+      if ((a->upstream = make_stats(err, en)) == NULL) return false;
+      o.upstream = a->upstream;
+      if (r == R_POOL) {
+        o.initial_pool_size = opt.pool_initial;
+        st = rmm_resource_create(RMM_RESOURCE_POOL, &o, &a->mr);
+      } else if (r == R_ARENA) {
+        o.arena_size = opt.arena_size;
+        st = rmm_resource_create(RMM_RESOURCE_ARENA, &o, &a->mr);
+      } else {
+        size_t block = (max_size + 255) / 256 * 256;
+        o.block_size = block;
+        o.blocks_to_preallocate = opt.fixed_blocks;
+        st = rmm_resource_create(RMM_RESOURCE_FIXED_SIZE, &o, &a->mr);
+      }
+      break;
+    case R_BINNING: {
+      if ((a->upstream = make_stats(err, en)) == NULL) return false;
+      rmm_resource_t pool = NULL;
+      o.upstream = a->upstream;
+      o.initial_pool_size = opt.pool_initial;
+      st = rmm_resource_create(RMM_RESOURCE_POOL, &o, &pool);
+      if (st != RMM_SUCCESS) break;
+      rmm_resource_options_init(&o);
+      o.upstream = pool;
+      o.min_size_exponent = opt.bin_min_exp;
+      o.max_size_exponent = opt.bin_max_exp;
+      st = rmm_resource_create(RMM_RESOURCE_BINNING, &o, &a->mr);
+      if (st != RMM_SUCCESS) snprintf(err, en, "%s", lib_error()); /* before the next call */
+      rmm_resource_release(pool); /* the binning resource holds it */
+      break;
+    }
+  }
+  if (st != RMM_SUCCESS) {
+    if (err[0] == '\0') snprintf(err, en, "%s", lib_error());
+    if (a->upstream != NULL) rmm_resource_release(a->upstream);
+    a->upstream = NULL;
+    a->mr = NULL;
+    return false;
+  }
+  return true;
+}
+
+static void release_allocator(allocator* a) {
+  if (a->mr != NULL) rmm_resource_release(a->mr);
+  if (a->upstream != NULL) rmm_resource_release(a->upstream);
+  a->mr = a->upstream = NULL;
+}
+
+/* Peak bytes reserved from the upstream: the statistics adaptor under a
+ * sub-allocator, or the CUDA pool's high-water mark; 0 when unknown. */
+static int64_t peak_reserved(const allocator* a) {
+  if (a->upstream != NULL) {
+    rmm_statistics s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    if (rmm_statistics_get(a->upstream, &s) == RMM_SUCCESS) return s.bytes.peak;
+  }
+  if (a->cuda_pool != NULL && cu.loaded) {
+    uint64_t v = 0;
+    if (cu.pool_get(a->cuda_pool, CUDA_MEM_POOL_ATTR_RESERVED_MEM_HIGH, &v) == 0) return (int64_t)v;
+  }
+  return 0;
+}
+
+/* ----------------------------------------------------------------- report */
+
+static int cmp_double(const void* x, const void* y) {
+  double a = *(const double*)x, b = *(const double*)y;
+  return (a > b) - (a < b);
+}
+
+static void human_bytes(int64_t v, char* out, size_t n) {
+  if (v <= 0) snprintf(out, n, "-");
+  else if (v >= (1ll << 30)) snprintf(out, n, "%.2f GiB", (double)v / (1ll << 30));
+  else if (v >= (1ll << 20)) snprintf(out, n, "%.1f MiB", (double)v / (1ll << 20));
+  else snprintf(out, n, "%.1f KiB", (double)v / 1024);
+}
+
+static void human_rate(double v, char* out, size_t n) {
+  if (v >= 1e6) snprintf(out, n, "%.2f M/s", v / 1e6);
+  else snprintf(out, n, "%.1f k/s", v / 1e3);
+}
+
+static void human_time(double ns, char* out, size_t n) {
+  if (ns >= 1e3) snprintf(out, n, "%.2f us", ns / 1e3);
+  else snprintf(out, n, "%.0f ns", ns);
+}
+
+/* Runs one configuration and prints its row; returns the median ops/s (0 on failure). */
+static double run_config(allocator* a, const char* case_name, int threads, size_t n, size_t max_size,
+                         size_t max_usage_total, double async_rate, worker* ws, void** ptrs, size_t* sizes) {
+  const bool own = opt.stream_mode == 2 || (opt.stream_mode == 0 && threads > 1);
+  const double t_config = now_s();
+  rmm_stream_t streams[MAX_THREADS];
+  for (int t = 0; t < threads; t++) {
+    streams[t] = NULL;
+    if (own && rmm_stream_create(&streams[t]) != RMM_SUCCESS) {
+      printf("| %s | %s | %d | - | failed: stream: %s | | | | | | | |\n", a->name, case_name, threads, lib_error());
+      for (int u = 0; u < t; u++) rmm_stream_destroy(streams[u]);
+      return 0;
+    }
+  }
+  size_t per_thread = opt.max_usage_per_thread ? max_usage_total : max_usage_total / (size_t)threads;
+  double rates[256];
+  int reps = opt.reps > 256 ? 256 : opt.reps;
+  uint64_t failures = 0, ops = 0;
+  char error[256] = "";
+  for (int i = 0; i < opt.warmup && error[0] == '\0'; i++) {
+    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, false, ws, ptrs, sizes);
+    if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
+  }
+  for (int i = 0; i < reps && error[0] == '\0'; i++) {
+    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, false, ws, ptrs, sizes);
+    if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
+    rates[i] = r.seconds > 0 ? (double)r.ops / r.seconds : 0;
+    if (r.ops == 0 && error[0] == '\0') snprintf(error, sizeof error, "no allocation succeeded");
+    failures += r.failures;
+    ops = r.ops;
+  }
+  int64_t peak_live = 0;
+  if (opt.efficiency && error[0] == '\0') {
+    atomic_store(&live_now, 0);
+    atomic_store(&live_peak, 0);
+    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, true, ws, ptrs, sizes);
+    if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
+    peak_live = atomic_load(&live_peak);
+  }
+  for (int t = 0; t < threads; t++)
+    if (streams[t] != NULL) rmm_stream_destroy(streams[t]);
+  fprintf(stderr, "[%7.1f s] %s, %s, %d thread(s): %.1f s\n", now_s() - t_begin, a->name, case_name, threads,
+          now_s() - t_config);
+  if (error[0] != '\0') {
+    printf("| %s | %s | %d | %s | failed: %s | | | | | | | |\n", a->name, case_name, threads,
+           own ? "own" : "default", error);
+    fflush(stdout);
+    return 0;
+  }
+  qsort(rates, (size_t)reps, sizeof rates[0], cmp_double);
+  double median = reps % 2 ? rates[reps / 2] : (rates[reps / 2 - 1] + rates[reps / 2]) / 2;
+  char med[32], lo[32], hi[32], per[32], ratio[32], res[32], liv[32], eff[32];
+  human_rate(median, med, sizeof med);
+  human_rate(rates[0], lo, sizeof lo);
+  human_rate(rates[reps - 1], hi, sizeof hi);
+  human_time(1e9 * threads / median, per, sizeof per);
+  if (async_rate > 0) snprintf(ratio, sizeof ratio, "%.2fx", median / async_rate);
+  else snprintf(ratio, sizeof ratio, "n/a");
+  int64_t reserved = peak_reserved(a);
+  human_bytes(reserved, res, sizeof res);
+  human_bytes(peak_live, liv, sizeof liv);
+  if (reserved > 0 && peak_live > 0) snprintf(eff, sizeof eff, "%.2f", (double)reserved / (double)peak_live);
+  else snprintf(eff, sizeof eff, "-");
+  printf("| %s | %s | %d | %s | %s | %s | %s..%s | %s | %s | %s | %s | %" PRIu64 " |\n", a->name, case_name, threads,
+         own ? "own" : "default", med, per, lo, hi, ratio, res, liv, eff, failures / (uint64_t)reps);
+  (void)ops;
+  fflush(stdout);
+  return median;
+}
+
+/* ------------------------------------------------------------------- main */
+
+int main(int argc, char** argv) {
+  if (!parse_args(argc, argv)) return 2;
+  const char* backend = NULL;
+  if (rmm_backend_name(&backend) != RMM_SUCCESS) {
+    fprintf(stderr, "random_allocations: %s\n", rmm_last_error_message());
+    return 1;
+  }
+  if (rmm_set_device(opt.device) != RMM_SUCCESS) {
+    fprintf(stderr, "random_allocations: device %d: %s\n", opt.device, rmm_last_error_message());
+    return 1;
+  }
+  const bool on_cuda = strcmp(backend, "cuda") == 0;
+  char why[512] = "";
+  bool baselines = opt.baselines;
+  if (baselines && !on_cuda) {
+    baselines = false;
+    snprintf(why, sizeof why, "skipped: the %s backend has no CUDA runtime to call", backend);
+  } else if (baselines && !load_cudart(why, sizeof why)) {
+    baselines = false;
+  } else if (!baselines) {
+    snprintf(why, sizeof why, "skipped (--no-baselines)");
+  }
+  if (on_cuda && !cu.loaded) {
+    char ignore[256];
+    load_cudart(ignore, sizeof ignore); /* for cuda_async's reserved-memory figure */
+  }
+
+  size_t free_b = 0, total_b = 0;
+  rmm_mem_get_info(&free_b, &total_b);
+  size_t max_usage = opt.max_usage;
+  if (max_usage == 0) max_usage = on_cuda ? (size_t)16000 << 20 : total_b / 4;
+  int rt = 0, drv = 0;
+  rmm_runtime_version(&rt);
+  rmm_driver_version(&drv);
+  char dev_name[256] = "";
+  if (on_cuda) device_name(opt.device, dev_name, sizeof dev_name);
+  if (dev_name[0] == '\0') snprintf(dev_name, sizeof dev_name, "%s device %d", backend, opt.device);
+  char date[64];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+
+  printf("# random allocations: rmmgo %s\n\n", rmm_version());
+  printf("- date: %s\n", date);
+  printf("- device: %s (%zu MiB, %zu MiB free at start); backend: %s\n", dev_name, total_b >> 20, free_b >> 20,
+         backend);
+  printf("- CUDA runtime %d.%d, driver %d.%d%s%s\n", rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10,
+         cu.loaded ? "; baselines through " : "", cu.loaded ? cu.library : "");
+  printf("- workload: shared/bench/random-allocations.md; %d timed repetition(s) (median), %d warm-up; seed %" PRIu64
+         " + thread index\n",
+         opt.reps, opt.warmup, opt.seed);
+  char mu[64];
+  size_text(max_usage, mu, sizeof mu);
+  printf("- max_usage: %s %s; streams: %s\n", mu, opt.max_usage_per_thread ? "per thread" : "divided among the threads",
+         opt.stream_mode == 0 ? "a non-blocking stream per thread when threads > 1, else the default stream"
+                              : opt.stream_mode == 1 ? "the default stream" : "a non-blocking stream per thread");
+  printf("- baselines (cudaMalloc/cudaFree; cudaMallocAsync/cudaFreeAsync on the default pool, release threshold "
+         "UINT64_MAX): %s\n",
+         baselines ? "measured in this run" : why);
+  printf("- ops/s: all threads' ops over the wall time from the first thread's start to the last one's end "
+         "(stream synchronised); per op: threads / (ops/s); vs cudaMallocAsync: ops/s over its ops/s for the same "
+         "case and threads\n");
+  printf("- memory: peak reserved = peak bytes taken from the upstream (a statistics adaptor under the "
+         "sub-allocator, or the CUDA pool's reserved high-water mark); peak live = peak bytes live over all "
+         "threads, from one extra untimed repetition; efficiency = reserved / live\n");
+  printf("- resources:\n");
+  for (int r = 0; r < 6; r++) {
+    if (!opt.resources[r]) continue;
+    char cfg[512];
+    describe_resource(r, cfg, sizeof cfg);
+    printf("  - %s: %s\n", resource_names[r], cfg);
+  }
+  printf("\n| allocator | case | threads | stream | ops/s (median) | per op | min..max | vs cudaMallocAsync | "
+         "peak reserved | peak live | reserved/live | failed allocs/rep |\n");
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  fflush(stdout);
+
+  t_begin = now_s();
+  int skipped_configs = 0;
+  int max_threads = 1;
+  for (int i = 0; i < opt.thread_count_n; i++)
+    if (opt.threads[i] > max_threads) max_threads = opt.threads[i];
+  worker* ws = calloc((size_t)max_threads, sizeof *ws);
+  int failed = 0;
+  for (int c = 0; c < 3; c++) {
+    if (!opt.cases[c]) continue;
+    const bench_case* bc = &standard_cases[c];
+    size_t n = opt.num_allocations ? opt.num_allocations : bc->num_allocations;
+    size_t max_size = opt.max_size ? opt.max_size : bc->max_size;
+    void** ptrs = malloc((size_t)max_threads * n * sizeof *ptrs);
+    size_t* sizes = malloc((size_t)max_threads * n * sizeof *sizes);
+    if (ws == NULL || ptrs == NULL || sizes == NULL) {
+      fprintf(stderr, "random_allocations: out of host memory\n");
+      return 1;
+    }
+    for (int ti = 0; ti < opt.thread_count_n; ti++) {
+      int threads = opt.threads[ti];
+      double async_rate = 0;
+      if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
+        for (int r = 0; r < 6; r++) skipped_configs += opt.resources[r];
+        skipped_configs += baselines ? 2 : 0;
+        continue;
+      }
+      if (baselines) {
+        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL};
+        uint64_t max64 = UINT64_MAX, zero = 0;
+        cu.set_device(opt.device);
+        cu.device_synchronize();
+        int rc = cu.default_mem_pool(&base.cuda_pool, opt.device);
+        if (rc == 0) rc = cu.pool_set(base.cuda_pool, CUDA_MEM_POOL_ATTR_RELEASE_THRESHOLD, &max64);
+        if (rc == 0) rc = cu.pool_trim(base.cuda_pool, 0);
+        if (rc == 0) rc = cu.pool_set(base.cuda_pool, CUDA_MEM_POOL_ATTR_RESERVED_MEM_HIGH, &zero);
+        if (rc != 0) {
+          printf("| cudaMallocAsync | %s | %d | | failed: default pool: %s | | | | | | | |\n", bc->name, threads,
+                 cu.error_string(rc));
+        } else {
+          async_rate = run_config(&base, bc->name, threads, n, max_size, max_usage, 0, ws, ptrs, sizes);
+        }
+        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL};
+        if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
+          skipped_configs++;
+        } else {
+          run_config(&plain, bc->name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes);
+        }
+      }
+      for (int r = 0; r < 6; r++) {
+        if (!opt.resources[r]) continue;
+        if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
+          skipped_configs++;
+          continue;
+        }
+        allocator a;
+        char err[512] = "";
+        if (!make_resource(r, max_size, &a, err, sizeof err)) {
+          printf("| %s | %s | %d | | failed to make: %s | | | | | | | |\n", resource_names[r], bc->name, threads, err);
+          fflush(stdout);
+          failed++;
+          continue;
+        }
+        if (run_config(&a, bc->name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes) <= 0) failed++;
+        release_allocator(&a);
+      }
+    }
+    free(ptrs);
+    free(sizes);
+  }
+  free(ws);
+  printf("\n");
+  if (skipped_configs > 0) printf("%d configuration(s) not run: over the --budget of %.0f s\n", skipped_configs, opt.budget_s);
+  printf("total time %.1f s\n", now_s() - t_begin);
+  return failed > 0 ? 1 : 0;
+}
