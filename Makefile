@@ -30,7 +30,7 @@ lib: $(LIB)
 
 $(LIB): $(GO_SOURCES) include/rmmgo.h
 	@mkdir -p $(BUILD)
-	$(GO) build $(GOFLAGS) -buildmode=c-shared -o $(LIB) ./capi
+	$(GO) build $(GOFLAGS) -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,librmmgo.so -o $(LIB) ./capi
 	@rm -f $(BUILD)/librmmgo.h  # cgo's header is internal; include/rmmgo.h is the public one
 
 backend-note:

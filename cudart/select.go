@@ -2,7 +2,6 @@ package cudart
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +48,7 @@ type Options struct {
 func Open(opts Options) (Runtime, error) {
 	b := opts.Backend
 	if b == "" {
-		b = Backend(strings.ToLower(strings.TrimSpace(os.Getenv(EnvBackend))))
+		b = Backend(strings.ToLower(strings.TrimSpace(Getenv(EnvBackend))))
 	}
 	if b == "" {
 		b = BackendCUDA
@@ -58,7 +57,7 @@ func Open(opts Options) (Runtime, error) {
 	case BackendCUDA:
 		path := opts.LibraryPath
 		if path == "" {
-			path = os.Getenv(EnvLibrary)
+			path = Getenv(EnvLibrary)
 		}
 		rt, err := OpenCUDA(path)
 		if err != nil {
@@ -79,7 +78,7 @@ func Open(opts Options) (Runtime, error) {
 
 func simConfigFromEnv(cfg SimConfig) (SimConfig, error) {
 	if cfg.Devices == 0 {
-		if v := os.Getenv(EnvSimDevices); v != "" {
+		if v := Getenv(EnvSimDevices); v != "" {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 1 {
 				return cfg, fmt.Errorf("%w: %s=%q is not a positive device count", ErrBackendUnavailable, EnvSimDevices, v)
@@ -88,7 +87,7 @@ func simConfigFromEnv(cfg SimConfig) (SimConfig, error) {
 		}
 	}
 	if cfg.MemoryPerDevice == 0 {
-		if v := os.Getenv(EnvSimMemory); v != "" {
+		if v := Getenv(EnvSimMemory); v != "" {
 			n, err := ParseBytes(v)
 			if err != nil || n == 0 {
 				return cfg, fmt.Errorf("%w: %s=%q is not a byte count", ErrBackendUnavailable, EnvSimMemory, v)
@@ -96,7 +95,7 @@ func simConfigFromEnv(cfg SimConfig) (SimConfig, error) {
 			cfg.MemoryPerDevice = n
 		}
 	}
-	if !cfg.PageableMemoryAccess && os.Getenv(EnvSimPageable) == "1" {
+	if !cfg.PageableMemoryAccess && Getenv(EnvSimPageable) == "1" {
 		cfg.PageableMemoryAccess = true
 	}
 	return cfg, nil
