@@ -1,0 +1,452 @@
+"""The ctypes binding layer: every function of include/rmmgo.h, declared once.
+
+Each function is declared here with its argtypes and restype, and nowhere
+else. Functions that return an ``rmm_status`` carry an ``errcheck`` that turns
+a failure into a Python exception carrying the library's message (read from
+``rmm_last_error_message`` on the same thread, right after the call):
+
+=============================  ==========================================
+status                         exception
+=============================  ==========================================
+RMM_ERROR_OUT_OF_MEMORY        OutOfMemoryError (MemoryError, RMMError)
+RMM_ERROR_BAD_ALLOC,           RMMMemoryError (MemoryError, RMMError)
+RMM_ERROR_BAD_ALIGNMENT
+RMM_ERROR_INVALID_ARGUMENT     RMMValueError (ValueError, RMMError)
+RMM_ERROR_OUT_OF_RANGE         RMMIndexError (IndexError, RMMError)
+anything else                  RMMRuntimeError (RuntimeError, RMMError)
+=============================  ==========================================
+
+This is RMM's mapping (out_of_memory and bad_alloc -> MemoryError, logic and
+CUDA errors -> RuntimeError, out_of_range -> IndexError, invalid_argument ->
+ValueError); every exception is also an ``RMMError`` whose ``status`` names
+the C status.
+
+ctypes.CDLL releases the GIL around each call, so Python threads allocate in
+parallel and callbacks from the library (callback resources, failure
+callbacks) can take the GIL from any thread.
+"""
+
+import ctypes
+import enum
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_char_p,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint,
+    c_void_p,
+)
+
+from . import _lib
+
+__all__ = [
+    "lib",
+    "Status",
+    "ResourceKind",
+    "Property",
+    "MemHandleType",
+    "ResourceOptions",
+    "Counter",
+    "StatisticsStruct",
+    "AllocateCallback",
+    "DeallocateCallback",
+    "FailureCallback",
+    "RMMError",
+    "OutOfMemoryError",
+    "RMMMemoryError",
+    "RMMValueError",
+    "RMMIndexError",
+    "RMMRuntimeError",
+    "raise_for_status",
+    "last_error_message",
+    "status_string",
+    "read_string",
+    "DEFAULT_ALIGNMENT",
+    "SIZE_DEFAULT",
+    "FUNCTIONS",
+]
+
+DEFAULT_ALIGNMENT = 256
+SIZE_DEFAULT = ctypes.c_size_t(-1).value
+
+
+# ------------------------------------------------------------------ enums
+
+
+class Status(enum.IntEnum):
+    """rmm_status."""
+
+    SUCCESS = 0
+    ERROR_INVALID_ARGUMENT = 1
+    ERROR_INVALID_HANDLE = 2
+    ERROR_OUT_OF_MEMORY = 3
+    ERROR_BAD_ALLOC = 4
+    ERROR_BAD_ALIGNMENT = 5
+    ERROR_INVALID_POINTER = 6
+    ERROR_INVALID_DEVICE = 7
+    ERROR_WRONG_DEVICE = 8
+    ERROR_NOT_SUPPORTED = 9
+    ERROR_CUDA = 10
+    ERROR_BACKEND_UNAVAILABLE = 11
+    ERROR_OUT_OF_RANGE = 12
+    ERROR_INTERNAL = 13
+
+
+class ResourceKind(enum.IntEnum):
+    """rmm_resource_kind."""
+
+    CUDA = 1
+    MANAGED = 2
+    PINNED_HOST = 3
+    SYSTEM = 4
+    SAM_HEADROOM = 5
+    CUDA_ASYNC = 6
+    CUDA_ASYNC_VIEW = 7
+    CUDA_ASYNC_MANAGED = 8
+    POOL = 20
+    ARENA = 21
+    FIXED_SIZE = 22
+    BINNING = 23
+    ALIGNED = 40
+    CALLBACK = 41
+    FAILURE_CALLBACK = 42
+    LIMITING = 43
+    LOGGING = 44
+    PREFETCH = 45
+    STATISTICS = 46
+    THREAD_SAFE = 47
+    TRACKING = 48
+
+
+class Property(enum.IntEnum):
+    """rmm_property."""
+
+    DEVICE_ACCESSIBLE = 1
+    HOST_ACCESSIBLE = 2
+
+
+class MemHandleType(enum.IntFlag):
+    """rmm_mem_handle_type (bits)."""
+
+    NONE = 0
+    POSIX_FILE_DESCRIPTOR = 1
+    FABRIC = 8
+
+
+# -------------------------------------------------------------- exceptions
+
+
+class RMMError(Exception):
+    """An error reported by librmmgo.
+
+    ``RMMError(errcode, msg)`` as in RMM, or ``RMMError(msg)``. ``status`` is
+    the C status (a ``Status``) when the library raised it, else None.
+    """
+
+    def __init__(self, *args):
+        status = None
+        if len(args) == 2 and isinstance(args[0], int):
+            status, args = args[0], (args[1],)
+        try:
+            status = Status(status) if status is not None else None
+        except ValueError:
+            pass
+        self.status = status
+        self.errcode = status
+        super().__init__(*args)
+
+    def __reduce__(self):
+        return (type(self), (self.status, *self.args) if self.status is not None else self.args)
+
+
+class RMMMemoryError(RMMError, MemoryError):
+    """An allocation failed (RMM's bad_alloc)."""
+
+
+class OutOfMemoryError(RMMMemoryError):
+    """No room for the allocation (RMM's out_of_memory)."""
+
+
+class RMMValueError(RMMError, ValueError):
+    """An argument was invalid (RMM's invalid_argument)."""
+
+
+class RMMIndexError(RMMError, IndexError):
+    """Out of range (RMM's out_of_range), e.g. popping the last statistics level."""
+
+
+class RMMRuntimeError(RMMError, RuntimeError):
+    """A logic or CUDA error (RMM's logic_error and cuda_error)."""
+
+
+_EXCEPTIONS = {
+    Status.ERROR_OUT_OF_MEMORY: OutOfMemoryError,
+    Status.ERROR_BAD_ALLOC: RMMMemoryError,
+    Status.ERROR_BAD_ALIGNMENT: RMMMemoryError,
+    Status.ERROR_INVALID_ARGUMENT: RMMValueError,
+    Status.ERROR_OUT_OF_RANGE: RMMIndexError,
+}
+
+
+# ----------------------------------------------------------- structures
+
+
+class Counter(Structure):
+    """rmm_counter."""
+
+    _fields_ = [("value", c_int64), ("peak", c_int64), ("total", c_int64)]
+
+
+class StatisticsStruct(Structure):
+    """rmm_statistics."""
+
+    _fields_ = [("struct_size", c_size_t), ("bytes", Counter), ("count", Counter)]
+
+    def __init__(self):
+        super().__init__()
+        self.struct_size = ctypes.sizeof(StatisticsStruct)
+
+
+AllocateCallback = CFUNCTYPE(c_void_p, c_size_t, c_void_p, c_void_p)
+DeallocateCallback = CFUNCTYPE(None, c_void_p, c_size_t, c_void_p, c_void_p)
+FailureCallback = CFUNCTYPE(c_int, c_size_t, c_void_p)
+
+
+class ResourceOptions(Structure):
+    """rmm_resource_options; make one with ``ResourceOptions.defaults()``."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("upstream", c_void_p),
+        ("initial_pool_size", c_size_t),
+        ("maximum_pool_size", c_size_t),
+        ("release_threshold", c_size_t),
+        ("export_handle_types", c_uint),
+        ("pool_handle", c_void_p),
+        ("headroom", c_size_t),
+        ("arena_size", c_size_t),
+        ("dump_log_on_failure", c_int),
+        ("block_size", c_size_t),
+        ("blocks_to_preallocate", c_size_t),
+        ("min_size_exponent", c_int),
+        ("max_size_exponent", c_int),
+        ("alignment", c_size_t),
+        ("alignment_threshold", c_size_t),
+        ("allocation_limit", c_size_t),
+        ("log_file", c_char_p),
+        ("auto_flush", c_int),
+        ("capture_stacks", c_int),
+        ("allocate_callback", AllocateCallback),
+        ("deallocate_callback", DeallocateCallback),
+        ("allocate_arg", c_void_p),
+        ("deallocate_arg", c_void_p),
+        ("failure_callback", FailureCallback),
+        ("failure_arg", c_void_p),
+    ]
+
+    @classmethod
+    def defaults(cls):
+        """Options with struct_size and every default set by the library."""
+        opts = cls()
+        lib.rmm_resource_options_init(ctypes.byref(opts))
+        return opts
+
+
+# ------------------------------------------------------------ the library
+
+lib = _lib.load()
+
+_string = c_char_p
+_status = c_int
+_handle = c_void_p  # rmm_resource_t
+_stream = c_void_p  # rmm_stream_t
+_pool = c_void_p  # rmm_mem_pool_t
+_P = POINTER
+
+# name -> (restype, argtypes). Status-returning functions are checked.
+FUNCTIONS = {
+    # version and status
+    "rmm_version": (_string, []),
+    "rmm_version_number": (c_int, []),
+    "rmm_status_string": (_string, [c_int]),
+    "rmm_last_error_message": (_string, []),
+    # backend
+    "rmm_backend_name": (_status, [_P(c_char_p)]),
+    "rmm_runtime_version": (_status, [_P(c_int)]),
+    "rmm_driver_version": (_status, [_P(c_int)]),
+    "rmm_get_device_count": (_status, [_P(c_int)]),
+    "rmm_get_device": (_status, [_P(c_int)]),
+    "rmm_set_device": (_status, [c_int]),
+    "rmm_mem_get_info": (_status, [_P(c_size_t), _P(c_size_t)]),
+    "rmm_stream_create": (_status, [_P(_stream)]),
+    "rmm_stream_destroy": (_status, [_stream]),
+    "rmm_stream_synchronize": (_status, [_stream]),
+    "rmm_device_synchronize": (_status, []),
+    "rmm_memcpy": (_status, [c_void_p, c_void_p, c_size_t, _stream]),
+    "rmm_memset": (_status, [c_void_p, c_int, c_size_t, _stream]),
+    # resources
+    "rmm_resource_options_init": (_status, [_P(ResourceOptions)]),
+    "rmm_resource_create": (_status, [c_int, _P(ResourceOptions), _P(_handle)]),
+    "rmm_resource_retain": (_status, [_handle]),
+    "rmm_resource_release": (_status, [_handle]),
+    "rmm_allocate": (_status, [_handle, _stream, c_size_t, c_size_t, _P(c_void_p)]),
+    "rmm_deallocate": (_status, [_handle, _stream, c_void_p, c_size_t, c_size_t]),
+    "rmm_allocate_sync": (_status, [_handle, c_size_t, c_size_t, _P(c_void_p)]),
+    "rmm_deallocate_sync": (_status, [_handle, c_void_p, c_size_t, c_size_t]),
+    "rmm_resource_has_property": (_status, [_handle, c_int, _P(c_int)]),
+    "rmm_resource_is_equal": (_status, [_handle, _handle, _P(c_int)]),
+    "rmm_resource_kind_of": (_status, [_handle, _P(c_int)]),
+    "rmm_resource_name": (_status, [_handle, _P(c_char_p)]),
+    "rmm_resource_device": (_status, [_handle, _P(c_int)]),
+    "rmm_resource_upstream": (_status, [_handle, _P(_handle)]),
+    # per-device resources
+    "rmm_get_current_device_resource": (_status, [_P(_handle)]),
+    "rmm_set_current_device_resource": (_status, [_handle, _P(_handle)]),
+    "rmm_reset_current_device_resource": (_status, [_P(_handle)]),
+    "rmm_get_per_device_resource": (_status, [c_int, _P(_handle)]),
+    "rmm_set_per_device_resource": (_status, [c_int, _handle, _P(_handle)]),
+    "rmm_reset_per_device_resource": (_status, [c_int, _P(_handle)]),
+    # resource-specific
+    "rmm_pool_size": (_status, [_handle, _P(c_size_t)]),
+    "rmm_pool_used_bytes": (_status, [_handle, _P(c_size_t)]),
+    "rmm_pool_release": (_status, [_handle]),
+    "rmm_fixed_size_block_size": (_status, [_handle, _P(c_size_t)]),
+    "rmm_binning_add_bin": (_status, [_handle, c_size_t, _handle]),
+    "rmm_cuda_async_pool_handle": (_status, [_handle, _P(_pool)]),
+    "rmm_limiting_allocated_bytes": (_status, [_handle, _P(c_size_t)]),
+    "rmm_limiting_allocation_limit": (_status, [_handle, _P(c_size_t)]),
+    "rmm_logging_flush": (_status, [_handle]),
+    "rmm_logging_file_name": (_status, [_handle, c_void_p, c_size_t, _P(c_size_t)]),
+    "rmm_statistics_get": (_status, [_handle, _P(StatisticsStruct)]),
+    "rmm_statistics_push": (_status, [_handle, _P(StatisticsStruct)]),
+    "rmm_statistics_pop": (_status, [_handle, _P(StatisticsStruct)]),
+    "rmm_tracking_allocated_bytes": (_status, [_handle, _P(c_size_t)]),
+    "rmm_tracking_outstanding_count": (_status, [_handle, _P(c_size_t)]),
+    "rmm_tracking_report": (_status, [_handle, c_void_p, c_size_t, _P(c_size_t)]),
+    # framework allocators (no status: NULL / nothing on failure)
+    "rmm_cupy_malloc": (c_void_p, [c_void_p, c_size_t, c_int]),
+    "rmm_cupy_free": (None, [c_void_p, c_void_p, c_int]),
+    "rmm_torch_allocate": (c_void_p, [c_size_t, c_int, c_void_p]),
+    "rmm_torch_deallocate": (None, [c_void_p, c_size_t, c_int, c_void_p]),
+}
+
+_UNCHECKED = {
+    "rmm_version",
+    "rmm_version_number",
+    "rmm_status_string",
+    "rmm_last_error_message",
+    "rmm_cupy_malloc",
+    "rmm_cupy_free",
+    "rmm_torch_allocate",
+    "rmm_torch_deallocate",
+}
+
+
+def last_error_message():
+    """The calling thread's last error message from the library ("" if none)."""
+    msg = lib.rmm_last_error_message()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def status_string(status):
+    """The library's name for a status, e.g. "RMM_ERROR_OUT_OF_MEMORY"."""
+    s = lib.rmm_status_string(int(status))
+    return s.decode() if s else str(int(status))
+
+
+# An exception a Python allocate callback (CallbackMemoryResource) raised on
+# this thread; the callback returned NULL, which the library reports as out
+# of memory, and raise_for_status raises it as RMM does: a MemoryError as
+# out of memory, anything else as RuntimeError, chained to the original.
+callback_error = threading.local()
+
+
+def raise_for_status(status, what=None):
+    """Raise the exception for a nonzero status, with the thread's last message.
+
+    Call it on the thread that made the failed call, before that thread calls
+    into the library again.
+    """
+    if not status:
+        return
+    msg = last_error_message() or status_string(status)
+    if what and what not in msg:
+        msg = "%s: %s" % (what, msg)
+    try:
+        st = Status(status)
+    except ValueError:
+        st = status
+    cause = getattr(callback_error, "exc", None)
+    if cause is not None and st in (Status.ERROR_OUT_OF_MEMORY, Status.ERROR_BAD_ALLOC):
+        callback_error.exc = None
+        if isinstance(cause, MemoryError):
+            raise OutOfMemoryError(st, "%s (allocate_func raised %r)" % (msg, cause)) from cause
+        raise RMMRuntimeError(
+            Status.ERROR_INTERNAL, "allocate_func raised %s: %s" % (type(cause).__name__, cause)
+        ) from cause
+    raise _EXCEPTIONS.get(st, RMMRuntimeError)(st, msg)
+
+
+def _errcheck(result, func, args):
+    if result:
+        raise_for_status(result)
+    return result
+
+
+def _declare():
+    for name, (restype, argtypes) in FUNCTIONS.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+        if name not in _UNCHECKED:
+            fn.errcheck = _errcheck
+
+
+_declare()
+
+
+def unchecked(name):
+    """A second, unchecked function object for a hot path: returns the raw status.
+
+    Same declaration as ``lib.<name>`` (from FUNCTIONS), without the
+    errcheck; the caller checks the status with ``raise_for_status``.
+    """
+    restype, argtypes = FUNCTIONS[name]
+    fn = lib[name]  # a new function object each time
+    fn.restype = restype
+    fn.argtypes = argtypes
+    return fn
+
+
+def read_string(fn, handle):
+    """Call a (mr, buf, buf_size, needed) function and return the whole string."""
+    needed = c_size_t(0)
+    size = 256
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        fn(handle, buf, size, ctypes.byref(needed))
+        if needed.value <= size:
+            return buf.value.decode("utf-8", "replace")
+        size = needed.value
+
+
+def _version_check():
+    import warnings
+
+    from . import _version
+
+    major = lib.rmm_version_number() // 10000
+    if major != _version.MAJOR:
+        warnings.warn(
+            "rmmgo: librmmgo.so (%s at %s) has major version %d, this package expects %d"
+            % (lib.rmm_version().decode(), _lib.path(), major, _version.MAJOR),
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+_version_check()

@@ -1,0 +1,352 @@
+"""DeviceBuffer: untyped device memory from a memory resource (RMM's ``rmm.DeviceBuffer``).
+
+Host copies go through ``rmm_memcpy`` and accept any object with the buffer
+protocol (bytes, bytearray, memoryview, array.array, NumPy arrays);
+``copy_to_host`` returns a NumPy uint8 array when NumPy is installed and a
+bytearray otherwise.
+"""
+
+import ctypes
+from ctypes import c_void_p
+from operator import index as _index
+
+from . import _bindings as _b
+from .mr import _resources as _mr
+from .stream import DEFAULT_STREAM, Stream, as_stream
+
+__all__ = [
+    "DeviceBuffer",
+    "to_device",
+    "copy_ptr_to_host",
+    "copy_host_to_ptr",
+    "copy_device_to_ptr",
+]
+
+_ALIGN = _b.DEFAULT_ALIGNMENT
+_lib = _b.lib
+_by_handle = _mr._by_handle
+_exiting = _mr._exiting
+_numpy = None
+
+
+def _np():
+    """NumPy, or None when it is not installed (imported once, lazily)."""
+    global _numpy
+    if _numpy is None:
+        try:
+            import numpy
+        except ImportError:
+            numpy = False
+        _numpy = numpy
+    return _numpy or None
+
+
+def _host_buffer(obj, writable):
+    """(address, nbytes, keep-alive) of a C-contiguous host buffer."""
+    ai = getattr(obj, "__array_interface__", None)
+    if ai is not None:  # NumPy and friends: no copy even when read-only
+        if writable and ai["data"][1]:
+            raise ValueError("the host array is read-only")
+        mv = memoryview(obj)
+        if not mv.c_contiguous:
+            raise ValueError("the host array must be C-contiguous")
+        return ai["data"][0], mv.nbytes, obj
+    mv = memoryview(obj)
+    if not mv.c_contiguous:
+        raise ValueError("the host buffer must be C-contiguous")
+    n = mv.nbytes
+    if n == 0:
+        return 0, 0, None
+    if not mv.readonly:
+        arr = (ctypes.c_char * n).from_buffer(mv.cast("B"))
+        return ctypes.addressof(arr), n, (arr, mv)
+    if writable:
+        raise ValueError("the host buffer is read-only")
+    if isinstance(obj, bytes):
+        p = ctypes.c_char_p(obj)
+        return ctypes.cast(p, c_void_p).value, n, (p, obj)
+    copy = bytearray(mv)  # a read-only buffer we cannot address: copy it once
+    arr = (ctypes.c_char * n).from_buffer(copy)
+    return ctypes.addressof(arr), n, (arr, copy)
+
+
+def _device_array(obj):
+    """(pointer, nbytes) of a 1-D contiguous __cuda_array_interface__ object."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is None:
+        raise TypeError("expected an object with __cuda_array_interface__, got %s" % type(obj).__name__)
+    shape = tuple(cai["shape"])
+    itemsize = int(cai["typestr"][2:])
+    strides = cai.get("strides")
+    if len(shape) > 1 or (strides is not None and tuple(strides) not in ((itemsize,), ())):
+        raise ValueError("only 1-D contiguous arrays can be copied")
+    n = (shape[0] if shape else 1) * itemsize
+    return int(cai["data"][0] or 0), n
+
+
+class DeviceBuffer:
+    """``size`` bytes of device memory from ``mr`` (default: the current device resource).
+
+    ``DeviceBuffer(*, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None)``: with
+    ``ptr`` (host or device memory) the new buffer is a copy of the ``size``
+    bytes there. The buffer keeps its resource and stream alive and frees its
+    memory on that stream when it goes. ``size == 0`` allocates nothing.
+    """
+
+    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")
+
+    # Bound here, not looked up as module globals, so that __del__ works even
+    # late in interpreter shutdown.
+    _allocate = _b.unchecked("rmm_allocate")
+    _deallocate = _b.unchecked("rmm_deallocate")
+    _get_current = _b.unchecked("rmm_get_current_device_resource")
+    _release = _b.unchecked("rmm_resource_release")
+
+    def __init__(self, *, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None):
+        # The hot path: a few attribute stores and one ctypes call (two more
+        # when mr is None: the library's current resource is asked each time,
+        # so a resource that C code made current is honoured at once).
+        self._ptr = 0
+        if stream.__class__ is not Stream:
+            stream = as_stream(stream)
+        if mr is None:
+            mr = self._current_resource()
+        elif not isinstance(mr, _mr.DeviceMemoryResource):
+            raise TypeError("mr must be a memory resource, not %s" % type(mr).__name__)
+        self._mr = mr
+        self._stream = stream
+        if size.__class__ is not int:
+            size = _index(size)
+        self._size = self._capacity = size
+        if size > 0:
+            out = c_void_p()
+            st = self._allocate(mr._handle, stream._handle, size, _ALIGN, out)
+            if st:
+                self._size = self._capacity = 0
+                _b.raise_for_status(st, "DeviceBuffer: cannot allocate %d bytes" % size)
+            self._ptr = out.value
+            if ptr:
+                _lib.rmm_memcpy(self._ptr, int(ptr), size, stream._handle)
+                if stream.is_default():
+                    _lib.rmm_stream_synchronize(stream._handle)
+        elif size < 0:
+            self._size = self._capacity = 0
+            raise ValueError("size cannot be negative: %d" % size)
+
+    @classmethod
+    def _current_resource(cls):
+        out = c_void_p()
+        st = cls._get_current(out)
+        if st:
+            _b.raise_for_status(st, "DeviceBuffer: no current device resource")
+        h = out.value
+        obj = _by_handle.get(h)
+        if obj is not None and not _exiting[0]:
+            cls._release(h)  # the object already owns a reference
+            return obj
+        return _mr.from_handle(h, new_reference=True)
+
+    def __del__(self):
+        try:
+            p = self._ptr
+        except AttributeError:  # __init__ did not get far
+            return
+        if p:
+            self._ptr = 0
+            # 256 is DEFAULT_ALIGNMENT, written out so that no module global
+            # is needed late in interpreter shutdown.
+            self._deallocate(self._mr._handle, self._stream._handle, p, self._capacity, 256)
+
+    # -- properties
+
+    @property
+    def ptr(self):
+        """The device pointer as an int (0 when empty)."""
+        return self._ptr
+
+    @property
+    def size(self):
+        """Size in bytes."""
+        return self._size
+
+    @property
+    def nbytes(self):
+        """Size in bytes."""
+        return self._size
+
+    @property
+    def stream(self):
+        """The stream the buffer was allocated on (and is freed on)."""
+        return self._stream
+
+    @property
+    def mr(self):
+        """The memory resource the memory came from."""
+        return self._mr
+
+    def capacity(self):
+        """Bytes allocated (at least size)."""
+        return self._capacity
+
+    def __len__(self):
+        return self._size
+
+    @property
+    def __cuda_array_interface__(self):
+        return {
+            "data": (self._ptr, False),
+            "shape": (self._size,),
+            "strides": None,
+            "typestr": "|u1",
+            "version": 0,
+        }
+
+    def __repr__(self):
+        return "<rmmgo.DeviceBuffer size=%d ptr=0x%x mr=%s>" % (self._size, self._ptr, type(self._mr).__name__)
+
+    # -- copies
+
+    @staticmethod
+    def to_device(b, stream=DEFAULT_STREAM, mr=None):
+        """A new DeviceBuffer holding a copy of host buffer `b`."""
+        return to_device(b, stream=stream, mr=mr)
+
+    def copy_to_host(self, ary=None, stream=DEFAULT_STREAM):
+        """Copy to host memory: into `ary` (any writable buffer, at least size bytes) or a new one.
+
+        Returns `ary`, or a new NumPy uint8 array (a bytearray without NumPy).
+        """
+        s = as_stream(stream)
+        if ary is None:
+            np = _np()
+            ary = np.empty(self._size, dtype=np.uint8) if np is not None else bytearray(self._size)
+        addr, n, keep = _host_buffer(ary, writable=True)
+        if n < self._size:
+            raise ValueError("the host buffer holds %d bytes, the DeviceBuffer %d" % (n, self._size))
+        if self._size:
+            _lib.rmm_memcpy(addr, self._ptr, self._size, s._handle)
+            _lib.rmm_stream_synchronize(s._handle)
+        del keep
+        return ary
+
+    def copy_from_host(self, ary, stream=DEFAULT_STREAM):
+        """Copy a host buffer (at most size bytes) to the start of this buffer."""
+        s = as_stream(stream)
+        addr, n, keep = _host_buffer(ary, writable=False)
+        if n > self._size:
+            raise ValueError("the host buffer holds %d bytes, more than the DeviceBuffer's %d" % (n, self._size))
+        if n:
+            _lib.rmm_memcpy(self._ptr, addr, n, s._handle)
+            _lib.rmm_stream_synchronize(s._handle)
+        del keep
+
+    def copy_from_device(self, cai_obj, stream=DEFAULT_STREAM):
+        """Copy a 1-D contiguous device array (__cuda_array_interface__) to the start of this buffer."""
+        s = as_stream(stream)
+        src, n = _device_array(cai_obj)
+        if n > self._size:
+            raise ValueError("the device array holds %d bytes, more than the DeviceBuffer's %d" % (n, self._size))
+        if n:
+            _lib.rmm_memcpy(self._ptr, src, n, s._handle)
+
+    def tobytes(self, stream=DEFAULT_STREAM):
+        """The contents as bytes."""
+        out = bytearray(self._size)
+        self.copy_to_host(out, stream)
+        return bytes(out)
+
+    def __bytes__(self):
+        return self.tobytes()
+
+    def copy(self):
+        """A new buffer with the same contents, from the same resource and on the same stream."""
+        return DeviceBuffer(ptr=self._ptr, size=self._size, stream=self._stream, mr=self._mr)
+
+    __copy__ = copy
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):
+        return (to_device, (self.tobytes(),))
+
+    # -- capacity
+
+    def reserve(self, new_capacity, stream=DEFAULT_STREAM):
+        """Grow the allocation to at least new_capacity bytes, keeping the contents."""
+        s = as_stream(stream)
+        new_capacity = int(new_capacity)
+        if new_capacity <= self._capacity:
+            return
+        out = c_void_p()
+        st = self._allocate(self._mr._handle, s._handle, new_capacity, _ALIGN, out)
+        if st:
+            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot allocate %d bytes" % new_capacity)
+        if self._size:
+            _lib.rmm_memcpy(out.value, self._ptr, self._size, s._handle)
+        old, old_cap, old_stream = self._ptr, self._capacity, self._stream
+        self._ptr, self._capacity, self._stream = out.value, new_capacity, s
+        if old:
+            # Freed in stream order on the copy's stream, after the copy.
+            st = self._deallocate(self._mr._handle, s._handle, old, old_cap, _ALIGN)
+            if st:
+                _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
+        del old_stream
+
+    def resize(self, new_size, stream=DEFAULT_STREAM):
+        """Change the size; shrinking keeps the allocation, growing reallocates and copies."""
+        new_size = int(new_size)
+        if new_size < 0:
+            raise ValueError("size cannot be negative: %d" % new_size)
+        if new_size > self._capacity:
+            self.reserve(new_size, stream)
+        self._size = new_size
+
+    def prefetch(self, device=None, stream=None):
+        """Prefetch managed memory to a device.
+
+        The C interface has no prefetch call yet, so this is a no-op (as RMM's
+        is for memory that is not managed); use PrefetchResourceAdaptor to
+        prefetch managed allocations when they are made.
+        """
+        if stream is not None:
+            as_stream(stream)
+
+
+def to_device(b, stream=DEFAULT_STREAM, mr=None):
+    """A new DeviceBuffer holding a copy of host buffer `b`."""
+    s = as_stream(stream)
+    addr, n, keep = _host_buffer(b, writable=False)
+    buf = DeviceBuffer(size=n, stream=s, mr=mr)
+    if n:
+        _lib.rmm_memcpy(buf._ptr, addr, n, s._handle)
+        _lib.rmm_stream_synchronize(s._handle)
+    del keep
+    return buf
+
+
+def copy_ptr_to_host(db_ptr, hb, stream=DEFAULT_STREAM):
+    """Copy len(hb) bytes from device pointer db_ptr into host buffer hb."""
+    s = as_stream(stream)
+    addr, n, keep = _host_buffer(hb, writable=True)
+    if n:
+        _lib.rmm_memcpy(addr, int(db_ptr), n, s._handle)
+        _lib.rmm_stream_synchronize(s._handle)
+    del keep
+
+
+def copy_host_to_ptr(hb, db_ptr, stream=DEFAULT_STREAM):
+    """Copy host buffer hb to device pointer db_ptr."""
+    s = as_stream(stream)
+    addr, n, keep = _host_buffer(hb, writable=False)
+    if n:
+        _lib.rmm_memcpy(int(db_ptr), addr, n, s._handle)
+        _lib.rmm_stream_synchronize(s._handle)
+    del keep
+
+
+def copy_device_to_ptr(d_src, d_dst, size, stream=DEFAULT_STREAM):
+    """Copy size bytes between device pointers, in stream order (no sync)."""
+    s = as_stream(stream)
+    if size:
+        _lib.rmm_memcpy(int(d_dst), int(d_src), int(size), s._handle)

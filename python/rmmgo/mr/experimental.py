@@ -1,0 +1,5 @@
+"""Experimental resources (RMM's ``rmm.mr.experimental``)."""
+
+from ._resources import CudaAsyncManagedMemoryResource
+
+__all__ = ["CudaAsyncManagedMemoryResource"]

@@ -1,0 +1,194 @@
+"""The binding layer: every C function declared, structures laid out as in C, errors mapped."""
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import rmmgo
+from rmmgo import _bindings as b
+from conftest import REPO, run_python
+
+HEADER = os.path.join(REPO, "include", "rmmgo.h")
+
+
+def header_functions():
+    with open(HEADER) as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    names = set(re.findall(r"\b(rmm_[a-z0-9_]+)\s*\(", text))
+    # typedef'd function-pointer names are written "(*name)(", not "name(".
+    return {n for n in names if not n.endswith("_callback")}
+
+
+def test_every_header_function_is_declared_once():
+    declared = set(b.FUNCTIONS)
+    in_header = header_functions()
+    assert in_header, "no functions found in the header"
+    assert in_header - declared == set(), "declare these in _bindings.FUNCTIONS"
+    assert declared - in_header == set(), "these are not in include/rmmgo.h"
+    for name in declared:
+        fn = getattr(b.lib, name)
+        assert fn.argtypes is not None, name
+
+
+def test_every_library_symbol_exists():
+    for name in b.FUNCTIONS:
+        assert ctypes.cast(getattr(b.lib, name), ctypes.c_void_p).value, name
+
+
+def test_version_matches_package():
+    assert rmmgo.library_version() == b.lib.rmm_version().decode()
+    assert b.lib.rmm_version_number() // 10000 == 0
+    assert rmmgo.__version__.split(".")[0] == str(b.lib.rmm_version_number() // 10000)
+
+
+_LAYOUT_C = r"""
+#include <stdio.h>
+#include <stddef.h>
+#include "rmmgo.h"
+#define F(s, f) printf(#f " %zu %zu\n", offsetof(s, f), sizeof(((s*)0)->f));
+int main(void) {
+  printf("sizeof %zu\n", sizeof(rmm_resource_options));
+  %FIELDS%
+  printf("stats %zu %zu %zu %zu\n", sizeof(rmm_statistics), offsetof(rmm_statistics, bytes),
+         offsetof(rmm_statistics, count), sizeof(rmm_counter));
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_struct_layouts_match_the_header(tmp_path):
+    fields = [f[0] for f in b.ResourceOptions._fields_]
+    src = _LAYOUT_C.replace("%FIELDS%", "\n  ".join("F(rmm_resource_options, %s)" % f for f in fields))
+    c = tmp_path / "layout.c"
+    c.write_text(src)
+    exe = tmp_path / "layout"
+    subprocess.run(["cc", "-I", os.path.join(REPO, "include"), "-o", str(exe), str(c)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    got = dict((ln.split()[0], tuple(map(int, ln.split()[1:]))) for ln in out if ln)
+    assert got["sizeof"] == (ctypes.sizeof(b.ResourceOptions),)
+    for name, _ in b.ResourceOptions._fields_:
+        desc = getattr(b.ResourceOptions, name)
+        assert got[name] == (desc.offset, desc.size), name
+    s = b.StatisticsStruct
+    assert got["stats"] == (ctypes.sizeof(s), s.bytes.offset, s.count.offset, ctypes.sizeof(b.Counter))
+
+
+def test_options_defaults_come_from_the_library():
+    o = b.ResourceOptions.defaults()
+    assert o.struct_size == ctypes.sizeof(b.ResourceOptions)
+    assert o.initial_pool_size == b.SIZE_DEFAULT
+    assert o.min_size_exponent == -1 and o.max_size_exponent == -1
+    assert o.alignment == 256
+
+
+@pytest.mark.parametrize(
+    "status, exc",
+    [
+        (b.Status.ERROR_OUT_OF_MEMORY, MemoryError),
+        (b.Status.ERROR_BAD_ALLOC, MemoryError),
+        (b.Status.ERROR_BAD_ALIGNMENT, MemoryError),
+        (b.Status.ERROR_INVALID_ARGUMENT, ValueError),
+        (b.Status.ERROR_OUT_OF_RANGE, IndexError),
+        (b.Status.ERROR_INVALID_HANDLE, RuntimeError),
+        (b.Status.ERROR_CUDA, RuntimeError),
+        (b.Status.ERROR_INTERNAL, RuntimeError),
+    ],
+)
+def test_status_to_exception(status, exc):
+    with pytest.raises(exc) as info:
+        b.raise_for_status(status)
+    assert isinstance(info.value, rmmgo.RMMError)
+    assert info.value.status == status
+    assert str(info.value)  # the library's message, or at least the status name
+
+
+def test_out_of_memory_carries_the_library_message():
+    mr = rmmgo.mr.LimitingResourceAdaptor(rmmgo.mr.CudaMemoryResource(), allocation_limit=1 << 20)
+    with pytest.raises(MemoryError) as info:
+        mr.allocate(2 << 20)
+    assert isinstance(info.value, rmmgo.OutOfMemoryError)
+    assert info.value.status == b.Status.ERROR_OUT_OF_MEMORY
+    assert str(info.value) == b.last_error_message()
+    assert str(info.value)
+
+
+def test_bad_alignment_is_memory_error():
+    mr = rmmgo.mr.CudaMemoryResource()
+    out = ctypes.c_void_p()
+    with pytest.raises(MemoryError):
+        b.lib.rmm_allocate(mr.handle, None, 1024, 3, ctypes.byref(out))
+
+
+def test_stale_handle_is_runtime_error():
+    mr = rmmgo.mr.CudaMemoryResource()
+    h = mr.handle
+    b.lib.rmm_resource_retain(h)
+    b.lib.rmm_resource_release(h)
+    del mr
+    import gc
+
+    gc.collect()
+    with pytest.raises(RuntimeError) as info:
+        b.lib.rmm_resource_retain(h)
+    assert info.value.status == b.Status.ERROR_INVALID_HANDLE
+
+
+def test_invalid_device_is_runtime_error():
+    with pytest.raises(RuntimeError) as info:
+        b.lib.rmm_set_device(1000)
+    assert info.value.status == b.Status.ERROR_INVALID_DEVICE
+
+
+def test_exceptions_pickle():
+    import pickle
+
+    e = rmmgo.OutOfMemoryError(b.Status.ERROR_OUT_OF_MEMORY, "no room")
+    e2 = pickle.loads(pickle.dumps(e))
+    assert type(e2) is type(e) and str(e2) == "no room" and e2.status == e.status
+    assert str(rmmgo.RMMError(3, "x")) == "x"
+    assert str(rmmgo.RMMError("plain")) == "plain"
+
+
+def _load_lib_module():
+    return (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('L', %r)\n"
+        "L = importlib.util.module_from_spec(spec); spec.loader.exec_module(L)\n"
+        % os.path.join(REPO, "python", "rmmgo", "_lib.py")
+    )
+
+
+def test_library_not_found_lists_what_was_tried(tmp_path):
+    code = _load_lib_module() + (
+        "L._PACKAGE_DIR = %r\nL._CHECKOUT_BUILD_DIR = %r\n"
+        "try:\n    L.load()\nexcept L.LibraryNotFoundError as e:\n    print(e)\nelse:\n    print('LOADED', L.path())\n"
+    ) % (str(tmp_path), str(tmp_path))
+    r = run_python(code, env={"RMMGO_LIBRARY": str(tmp_path / "nope" / "librmmgo.so"), "LD_LIBRARY_PATH": ""})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "LOADED" not in out
+    assert "beside the package" in out and "$RMMGO_LIBRARY" in out and "nope" in out
+    assert "dynamic loader" in out and "build directory" in out
+    assert "make lib" in out
+
+
+def test_library_found_through_environment_variable(tmp_path):
+    code = _load_lib_module() + "L._PACKAGE_DIR = %r\nL.load()\nprint(L.path())\n" % str(tmp_path)
+    r = run_python(code, env={"RMMGO_LIBRARY": rmmgo.library_path()})
+    assert r.returncode == 0, r.stderr
+    assert os.path.samefile(r.stdout.strip(), rmmgo.library_path())
+
+
+def test_importing_rmmgo_imports_no_framework():
+    r = run_python(
+        "import sys, rmmgo, rmmgo.allocators\n"
+        "print(sorted(m for m in ('cupy', 'numba', 'torch', 'numpy') if m in sys.modules))"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
