@@ -1,0 +1,272 @@
+package core
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/rmmgo/rmmgo/cudart"
+	"time"
+)
+
+const kindLogging = "logging"
+
+// EnvLogFile names the log file a Logging adaptor writes when it is given
+// neither a file name nor a Writer, as in RMM.
+const EnvLogFile = "RMM_LOG_FILE"
+
+// LoggingOptions configures NewLogging.
+type LoggingOptions struct {
+	// FileName is the CSV file to write; it is created or truncated. When
+	// both FileName and Writer are empty, the RMM_LOG_FILE environment
+	// variable names the file.
+	FileName string
+	// Writer receives the log instead of a file. Logging does not close it.
+	Writer io.Writer
+	// AutoFlush writes every row through to the file or Writer as it is
+	// logged; otherwise rows are buffered until Flush, Close, or the buffer
+	// fills.
+	AutoFlush bool
+}
+
+// Logging is RMM's logging_resource_adaptor: it writes every allocation and
+// deallocation through it to a CSV event log in RMM's format (see
+// EventLogHeader), which RMM's replay benchmark and cmd/rmmgo-replay read.
+//
+// An allocation is logged after it succeeded ("allocate" with its pointer)
+// or failed ("allocate failure" with "(nil)"; the error is then returned); a
+// deallocation is logged before the upstream frees ("free"). Size is the
+// requested size; Thread is the OS thread id of the caller (gettid); Time is
+// the local time of day to the microsecond; Stream is the stream as C++
+// prints it ("0" for the default stream and for the Sync calls). Zero-byte
+// requests are logged too (with "(nil)"), as RMM logs them, without calling
+// the upstream.
+//
+// Rows are formatted outside the lock and written whole under it, so rows
+// from concurrent goroutines never interleave and the file order is the
+// order in which the events were logged. Rows are buffered: call Flush to
+// write them out, or set AutoFlush. Close flushes and closes the file. A
+// write failure does not fail allocations: it is kept and returned by the
+// next Flush or Close.
+type Logging struct {
+	upstream  Resource
+	fileName  string
+	file      *os.File  // the file Logging opened, closed by Close
+	target    io.Writer // the file or the caller's Writer
+	autoFlush bool
+	closed    atomic.Bool
+
+	mu     sync.Mutex
+	buf    *bufio.Writer
+	err    error // first write error, reported by Flush and Close
+	closeE error // Close's result, returned again by later calls
+}
+
+// NewLogging returns an adaptor over upstream that logs to the file or
+// Writer opts names. With neither given and RMM_LOG_FILE unset, or with
+// both given, it returns an error wrapping ErrInvalidArgument. The header
+// line is written at once.
+func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
+	if err := checkUpstream(kindLogging, upstream); err != nil {
+		return nil, err
+	}
+	l := &Logging{upstream: upstream, autoFlush: opts.AutoFlush}
+	switch {
+	case opts.Writer != nil && opts.FileName != "":
+		return nil, fmt.Errorf("%s: %w: give a file name or a Writer, not both", kindLogging, ErrInvalidArgument)
+	case opts.Writer != nil:
+		l.target = opts.Writer
+	default:
+		name := opts.FileName
+		if name == "" {
+			name = cudart.Getenv(EnvLogFile)
+		}
+		if name == "" {
+			return nil, fmt.Errorf("%s: %w: no log file name given and %s is not set", kindLogging, ErrInvalidArgument, EnvLogFile)
+		}
+		f, err := os.Create(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: cannot create the log file: %w", kindLogging, ErrInvalidArgument, err)
+		}
+		l.file, l.fileName, l.target = f, name, f
+	}
+	l.buf = bufio.NewWriterSize(l.target, 64*1024)
+	l.buf.WriteString(EventLogHeader + "\n")
+	if err := l.buf.Flush(); err != nil {
+		if l.file != nil {
+			l.file.Close()
+		}
+		return nil, fmt.Errorf("%s: writing the log header: %w", kindLogging, err)
+	}
+	return l, nil
+}
+
+// FileName reports the log file's name as given (or read from
+// RMM_LOG_FILE); "" when logging to a Writer.
+func (l *Logging) FileName() string { return l.fileName }
+
+// Header returns the log's header line, without its newline.
+func (l *Logging) Header() string { return EventLogHeader }
+
+// Upstream returns the resource Logging allocates from.
+func (l *Logging) Upstream() Resource { return l.upstream }
+
+// Properties reports the upstream's properties.
+func (l *Logging) Properties() Properties { return l.upstream.Properties() }
+
+// Kind returns "logging".
+func (l *Logging) Kind() string { return kindLogging }
+
+// Equal reports whether other is this adaptor, or (as RMM compares an
+// upstream and a logger) a logging adaptor over an equal upstream that
+// writes to the same Writer. Two adaptors that opened files are equal only
+// when they are the same adaptor.
+func (l *Logging) Equal(other Resource) bool {
+	o, ok := other.(*Logging)
+	if !ok {
+		return false
+	}
+	if o == l {
+		return true
+	}
+	if l.file != nil || o.file != nil || !sameWriter(l.target, o.target) {
+		return false
+	}
+	return l.upstream.Equal(o.upstream)
+}
+
+// sameWriter compares two Writers without panicking on incomparable ones.
+func sameWriter(a, b io.Writer) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// Allocate allocates from the upstream and logs the result.
+func (l *Logging) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
+	return l.allocate(s, bytes, alignment, false)
+}
+
+// AllocateSync is Allocate without a stream; it logs stream 0.
+func (l *Logging) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	return l.allocate(DefaultStream, bytes, alignment, true)
+}
+
+func (l *Logging) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
+	if l.closed.Load() {
+		return 0, fmt.Errorf("%s: %w: allocating %d bytes", kindLogging, ErrClosed, bytes)
+	}
+	var p uintptr
+	var err error
+	if bytes == 0 {
+		err = zeroRequest(kindLogging, alignment)
+	} else {
+		p, err = upAllocate(l.upstream, s, bytes, alignment, sync)
+	}
+	if err != nil {
+		l.log(ActionAllocateFailure, 0, bytes, s)
+		return 0, err
+	}
+	l.log(ActionAllocate, p, bytes, s)
+	return p, nil
+}
+
+// Deallocate logs the deallocation and returns the memory to the upstream.
+// After Close it still returns the memory, without logging.
+func (l *Logging) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
+	return l.deallocate(s, ptr, bytes, alignment, false)
+}
+
+// DeallocateSync is Deallocate without a stream; it logs stream 0.
+func (l *Logging) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	return l.deallocate(DefaultStream, ptr, bytes, alignment, true)
+}
+
+func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
+	l.log(ActionFree, ptr, bytes, s)
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	return upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)
+}
+
+// log formats a row on the stack and appends it to the buffer under the
+// lock.
+func (l *Logging) log(a EventAction, ptr, bytes uintptr, s Stream) {
+	if l.closed.Load() {
+		return
+	}
+	e := Event{
+		Thread:  uint64(syscall.Gettid()),
+		Time:    TimeOfDay(time.Now()),
+		Action:  a,
+		Pointer: ptr,
+		Size:    bytes,
+		Stream:  s,
+	}
+	var arr [128]byte
+	row := e.AppendCSV(arr[:0])
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return
+	}
+	if l.buf.Available() < len(row) {
+		l.noteErr(l.buf.Flush())
+	}
+	// Append into the buffer's own free space so that row stays on the
+	// stack (passing it to Write would let it escape).
+	w := append(l.buf.AvailableBuffer(), row...)
+	_, err := l.buf.Write(w)
+	l.noteErr(err)
+	if l.autoFlush {
+		l.noteErr(l.buf.Flush())
+	}
+}
+
+func (l *Logging) noteErr(err error) {
+	if err != nil && l.err == nil {
+		l.err = fmt.Errorf("%s: writing the log: %w", kindLogging, err)
+	}
+}
+
+// Flush writes buffered rows to the file or Writer. It returns the first
+// write error seen since the adaptor was made, if any.
+func (l *Logging) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return l.closeE
+	}
+	l.noteErr(l.buf.Flush())
+	return l.err
+}
+
+// Close flushes the log and closes the file Logging opened (a Writer given
+// in LoggingOptions is left open). After Close, allocations fail with an
+// error wrapping ErrClosed and deallocations still reach the upstream,
+// unlogged. It does not close the upstream. Calling it again returns the
+// first call's result.
+func (l *Logging) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return l.closeE
+	}
+	l.noteErr(l.buf.Flush())
+	if l.file != nil {
+		if err := l.file.Close(); err != nil {
+			l.noteErr(err)
+		}
+	}
+	l.closed.Store(true)
+	l.closeE = l.err
+	return l.closeE
+}

@@ -1,0 +1,289 @@
+package core
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// rowRE is one row exactly as RMM writes it.
+var rowRE = regexp.MustCompile(`^\d+,\d\d:\d\d:\d\d\.\d{6},(allocate|free|allocate failure),(0x[0-9a-f]+|\(nil\)),\d+,(0|0x[0-9a-f]+)$`)
+
+func logLines(t *testing.T, s string) []string {
+	t.Helper()
+	require.True(t, strings.HasSuffix(s, "\n"), "the log ends with a newline")
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	require.Equal(t, EventLogHeader, lines[0])
+	for _, l := range lines[1:] {
+		require.Regexp(t, rowRE, l)
+	}
+	return lines[1:]
+}
+
+func TestLoggingConformance(t *testing.T) {
+	adaptorConformance(t, "logging", func(up Resource) (Adaptor, error) {
+		return NewLogging(up, LoggingOptions{Writer: &syncBuffer{}})
+	})
+}
+
+func TestLoggingRows(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := strconv.Itoa(syscall.Gettid())
+
+	up := newFake()
+	up.setCapacity(1 << 20)
+	var buf syncBuffer
+	l, err := NewLogging(up, LoggingOptions{Writer: &buf})
+	require.NoError(t, err)
+	assert.Equal(t, EventLogHeader+"\n", buf.String(), "the header is written at once")
+	assert.Empty(t, l.FileName())
+	assert.Equal(t, EventLogHeader, l.Header())
+
+	before := TimeOfDay(time.Now())
+	p, err := l.Allocate(Stream(0x5581a0c3e010), 1000, DefaultAlignment)
+	require.NoError(t, err)
+	q, err := l.AllocateSync(1, DefaultAlignment)
+	require.NoError(t, err)
+	_, err = l.Allocate(Stream(1), 2<<20, DefaultAlignment)
+	require.ErrorIs(t, err, ErrOutOfMemory, "the failure is returned after it is logged")
+	require.NoError(t, l.Deallocate(Stream(0x5581a0c3e010), p, 1000, DefaultAlignment))
+	require.NoError(t, l.DeallocateSync(q, 1, DefaultAlignment))
+	z, err := l.Allocate(DefaultStream, 0, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, l.Deallocate(DefaultStream, z, 0, DefaultAlignment))
+	after := TimeOfDay(time.Now())
+
+	assert.Equal(t, EventLogHeader+"\n", buf.String(), "rows are buffered until Flush")
+	require.NoError(t, l.Flush())
+	lines := logLines(t, buf.String())
+	hex := func(v uintptr) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
+	want := []string{
+		"allocate," + hex(p) + ",1000,0x5581a0c3e010",
+		"allocate," + hex(q) + ",1,0",
+		"allocate failure,(nil),2097152,0x1",
+		"free," + hex(p) + ",1000,0x5581a0c3e010",
+		"free," + hex(q) + ",1,0",
+		"allocate,(nil),0,0",
+		"free,(nil),0,0",
+	}
+	require.Len(t, lines, len(want))
+	for i, l := range lines {
+		f := strings.SplitN(l, ",", 3)
+		assert.Equal(t, tid, f[0], "Thread is the OS thread id")
+		assert.Equal(t, want[i], f[2])
+		ts, err := parseTimeOfDay(f[1])
+		require.NoError(t, err)
+		if after > before { // not across midnight
+			assert.True(t, ts >= before.Truncate(time.Microsecond) && ts <= after, "time %v in [%v, %v]", ts, before, after)
+		}
+	}
+	require.NoError(t, l.Close())
+}
+
+func TestLoggingFreeIsLoggedBeforeTheUpstreamFrees(t *testing.T) {
+	var buf syncBuffer
+	up := &spyResource{fakeResource: newFake()}
+	l, err := NewLogging(up, LoggingOptions{Writer: &buf, AutoFlush: true})
+	require.NoError(t, err)
+	p, err := l.Allocate(DefaultStream, 100, DefaultAlignment)
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), "allocate,", "AutoFlush writes each row through")
+	up.onFree = func() { assert.Contains(t, buf.String(), ",free,", "free row written before the upstream call") }
+	require.NoError(t, l.Deallocate(DefaultStream, p, 100, DefaultAlignment))
+	require.NotNil(t, up.onFree)
+}
+
+type spyResource struct {
+	*fakeResource
+	onFree func()
+}
+
+func (s *spyResource) Deallocate(st Stream, p, n, a uintptr) error {
+	if s.onFree != nil {
+		s.onFree()
+	}
+	return s.fakeResource.Deallocate(st, p, n, a)
+}
+
+func TestLoggingFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "events.csv")
+	require.NoError(t, os.WriteFile(name, []byte("old junk that must go\n"), 0o644))
+
+	up := newFake()
+	l, err := NewLogging(up, LoggingOptions{FileName: name})
+	require.NoError(t, err)
+	assert.Equal(t, name, l.FileName())
+	p, err := l.Allocate(DefaultStream, 4096, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, l.Deallocate(DefaultStream, p, 4096, DefaultAlignment))
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(), "Close twice is fine")
+
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	lines := logLines(t, string(data))
+	assert.Len(t, lines, 2, "truncated, then header and two rows")
+
+	_, err = l.Allocate(DefaultStream, 10, DefaultAlignment)
+	require.ErrorIs(t, err, ErrClosed)
+	p, err = up.Allocate(DefaultStream, 10, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, l.Deallocate(DefaultStream, p, 10, DefaultAlignment), "frees still reach the upstream after Close")
+	assert.Zero(t, up.liveCount())
+	data2, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, data, data2, "nothing is logged after Close")
+}
+
+func TestLoggingEnvironment(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "from-env.csv")
+	t.Setenv(EnvLogFile, name)
+	l, err := NewLogging(newFake(), LoggingOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, name, l.FileName())
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, EventLogHeader+"\n", string(data))
+
+	t.Setenv(EnvLogFile, "")
+	_, err = NewLogging(newFake(), LoggingOptions{})
+	require.ErrorIs(t, err, ErrInvalidArgument, "no file name and no RMM_LOG_FILE")
+	_, err = NewLogging(newFake(), LoggingOptions{FileName: name, Writer: io.Discard})
+	require.ErrorIs(t, err, ErrInvalidArgument, "both a file and a Writer")
+	_, err = NewLogging(newFake(), LoggingOptions{FileName: filepath.Join(t.TempDir(), "no", "such", "dir.csv")})
+	require.ErrorIs(t, err, ErrInvalidArgument, "a file that cannot be created")
+}
+
+type failingWriter struct{ after int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.after <= 0 {
+		return 0, errors.New("disk full")
+	}
+	w.after--
+	return len(p), nil
+}
+
+func TestLoggingWriteErrors(t *testing.T) {
+	_, err := NewLogging(newFake(), LoggingOptions{Writer: &failingWriter{}})
+	require.Error(t, err, "the header cannot be written")
+
+	up := newFake()
+	l, err := NewLogging(up, LoggingOptions{Writer: &failingWriter{after: 1}, AutoFlush: true})
+	require.NoError(t, err)
+	p, err := l.Allocate(DefaultStream, 10, DefaultAlignment)
+	require.NoError(t, err, "a log that cannot be written does not fail allocations")
+	require.NoError(t, l.Deallocate(DefaultStream, p, 10, DefaultAlignment))
+	err = l.Flush()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "disk full")
+	assert.Error(t, l.Close())
+	assert.Zero(t, up.liveCount())
+}
+
+func TestLoggingEqual(t *testing.T) {
+	up, other := newFake(), newFake()
+	w := &syncBuffer{}
+	a, err := NewLogging(up, LoggingOptions{Writer: w})
+	require.NoError(t, err)
+	b, err := NewLogging(up, LoggingOptions{Writer: w})
+	require.NoError(t, err)
+	c, err := NewLogging(other, LoggingOptions{Writer: w})
+	require.NoError(t, err)
+	d, err := NewLogging(up, LoggingOptions{Writer: &syncBuffer{}})
+	require.NoError(t, err)
+	assert.True(t, a.Equal(b), "same upstream, same log")
+	assert.False(t, a.Equal(c), "another upstream")
+	assert.False(t, a.Equal(d), "another log")
+	dir := t.TempDir()
+	f1, err := NewLogging(up, LoggingOptions{FileName: filepath.Join(dir, "1.csv")})
+	require.NoError(t, err)
+	defer f1.Close()
+	assert.True(t, f1.Equal(f1))
+	assert.False(t, f1.Equal(a))
+}
+
+func TestLoggingConcurrentRowsNeverInterleave(t *testing.T) {
+	up := newFake()
+	var buf syncBuffer
+	l, err := NewLogging(up, LoggingOptions{Writer: &buf})
+	require.NoError(t, err)
+	n := hammer(t, l, hammerOptions{sync: true, streams: []Stream{0, 1, 0x7f00deadbeef}})
+	require.NoError(t, l.Close())
+	events, err := ReadEventLog(strings.NewReader(buf.String()))
+	require.NoError(t, err)
+	logLines(t, buf.String())
+	var allocs, frees int64
+	live := map[uintptr]uintptr{}
+	for i, e := range events {
+		switch e.Action {
+		case ActionAllocate:
+			allocs++
+			_, dup := live[e.Pointer]
+			require.False(t, dup, "row %d: %#x allocated twice without a free between", i, e.Pointer)
+			live[e.Pointer] = e.Size
+		case ActionFree:
+			frees++
+			size, ok := live[e.Pointer]
+			require.True(t, ok, "row %d: free of %#x before its allocate", i, e.Pointer)
+			require.Equal(t, size, e.Size)
+			delete(live, e.Pointer)
+		}
+	}
+	assert.Equal(t, n, allocs)
+	assert.Equal(t, allocs, frees)
+	assert.Empty(t, live)
+}
+
+func BenchmarkLogging(b *testing.B) {
+	up := newFake()
+	l, err := NewLogging(up, LoggingOptions{Writer: io.Discard})
+	require.NoError(b, err)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, err := l.Allocate(DefaultStream, 1000, DefaultAlignment)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Deallocate(DefaultStream, p, 1000, DefaultAlignment); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
