@@ -121,13 +121,25 @@ void rmmgo_options_defaults(rmm_resource_options* o) {
   o->failure_arg = NULL;
 }
 
-rmm_status rmm_resource_options_init(rmm_resource_options* options) {
+rmm_status rmm_resource_options_init_sized(rmm_resource_options* options, size_t struct_size) {
   if (options == NULL) {
     static const char msg[] = "rmm_resource_options_init: options is NULL";
     rmmgo_set_message(msg, sizeof msg - 1);
     return RMM_ERROR_INVALID_ARGUMENT;
   }
-  rmmgo_options_defaults(options);
+  if (struct_size < sizeof(size_t) + sizeof(rmm_resource_t)) {
+    static const char msg[] =
+        "rmm_resource_options_init: struct_size is too small for an rmm_resource_options";
+    rmmgo_set_message(msg, sizeof msg - 1);
+    return RMM_ERROR_INVALID_ARGUMENT;
+  }
+  rmm_resource_options defaults;
+  memset(&defaults, 0, sizeof defaults);
+  rmmgo_options_defaults(&defaults);
+  size_t n = struct_size < sizeof defaults ? struct_size : sizeof defaults;
+  memset(options, 0, struct_size);
+  memcpy(options, &defaults, n);
+  options->struct_size = n;
   return RMM_SUCCESS;
 }
 

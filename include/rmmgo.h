@@ -247,8 +247,14 @@ typedef struct rmm_resource_options {
   void* failure_arg;
 } rmm_resource_options;
 
-/* Fill *options with struct_size and every default. */
-rmm_status rmm_resource_options_init(rmm_resource_options* options);
+/* Fill *options with every default and set struct_size. Call it as
+ * rmm_resource_options_init(&options): the macro passes the size of the
+ * structure your program was compiled with, so a newer library never writes
+ * past an older program's structure (it fills what both know, zeroes the
+ * rest, and sets struct_size to the smaller of the two sizes). */
+rmm_status rmm_resource_options_init_sized(rmm_resource_options* options, size_t struct_size);
+#define rmm_resource_options_init(options) \
+  rmm_resource_options_init_sized((options), sizeof *(options))
 
 /* Make a resource of `kind` on the current device. options may be NULL for
  * kinds that need none (the base resources other than sam_headroom and

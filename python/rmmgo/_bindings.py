@@ -252,7 +252,7 @@ class ResourceOptions(Structure):
     def defaults(cls):
         """Options with struct_size and every default set by the library."""
         opts = cls()
-        lib.rmm_resource_options_init(ctypes.byref(opts))
+        lib.rmm_resource_options_init_sized(ctypes.byref(opts), ctypes.sizeof(opts))
         return opts
 
 
@@ -289,7 +289,7 @@ FUNCTIONS = {
     "rmm_memcpy": (_status, [c_void_p, c_void_p, c_size_t, _stream]),
     "rmm_memset": (_status, [c_void_p, c_int, c_size_t, _stream]),
     # resources
-    "rmm_resource_options_init": (_status, [_P(ResourceOptions)]),
+    "rmm_resource_options_init_sized": (_status, [_P(ResourceOptions), ctypes.c_size_t]),
     "rmm_resource_create": (_status, [c_int, _P(ResourceOptions), _P(_handle)]),
     "rmm_resource_retain": (_status, [_handle]),
     "rmm_resource_release": (_status, [_handle]),

@@ -19,6 +19,8 @@ def header_functions():
     with open(HEADER) as f:
         text = f.read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    # Macros (with their continuation lines) are not functions.
+    text = re.sub(r"^[ \t]*#[^\n]*(\\\n[^\n]*)*", "", text, flags=re.M)
     names = set(re.findall(r"\b(rmm_[a-z0-9_]+)\s*\(", text))
     # typedef'd function-pointer names are written "(*name)(", not "name(".
     return {n for n in names if not n.endswith("_callback")}

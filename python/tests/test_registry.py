@@ -6,6 +6,7 @@ would call it.
 """
 
 import gc
+import ctypes
 from ctypes import byref, c_int, c_void_p
 
 import pytest
@@ -21,7 +22,7 @@ Kind = b.ResourceKind
 
 def c_create(kind, **fields):
     opts = b.ResourceOptions()
-    lib.rmm_resource_options_init(byref(opts))
+    lib.rmm_resource_options_init_sized(byref(opts), ctypes.sizeof(opts))
     for k, v in fields.items():
         setattr(opts, k, v)
     out = c_void_p()

@@ -52,7 +52,13 @@ int main(void) {
   EXPECT_STATUS(rmm_mem_get_info(NULL, &total), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(rmm_mem_get_info(&sz, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(rmm_stream_create(NULL), RMM_ERROR_INVALID_ARGUMENT);
-  EXPECT_STATUS(rmm_resource_options_init(NULL), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(rmm_resource_options_init_sized(NULL, sizeof(rmm_resource_options)),
+                RMM_ERROR_INVALID_ARGUMENT);
+  {
+    /* A struct_size too small to hold even the upstream is refused. */
+    rmm_resource_options tiny;
+    EXPECT_STATUS(rmm_resource_options_init_sized(&tiny, 4), RMM_ERROR_INVALID_ARGUMENT);
+  }
   EXPECT_STATUS(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(rmm_allocate(cuda, NULL, 256, 256, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_MESSAGE_HAS("ptr is NULL");

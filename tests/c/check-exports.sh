@@ -13,6 +13,8 @@ lib=${2:-build/librmmgo.so}
 declared=$(sed -e 's#/\*.*\*/##g' "$header" | awk '
   /\/\*/ { incomment = 1 }
   incomment { if ($0 ~ /\*\//) incomment = 0; next }
+  /^[[:space:]]*#/ { next }
+  /^[[:space:]]+rmm_resource_options_init_sized\(\(options\)/ { next }
   { print }' | grep -oE '(^|[^*(A-Za-z0-9_])rmm_[a-z0-9_]+[[:space:]]*\(' |
   sed -E 's/^[^r]*//; s/[[:space:]]*\($//' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sort -u)
