@@ -1,0 +1,452 @@
+package cudart
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Sim is the simulated device: a Runtime for machines without a GPU. It
+// models what rmmgo's resources rely on, as CUDA behaves, so that the same
+// code and the same tests run on it and on a real GPU:
+//
+//   - Devices: SimConfig.Devices devices (default 2), each with a capacity
+//     (default 1 GiB). Allocations beyond it fail with
+//     cudaErrorMemoryAllocation, and MemGetInfo reports what is left. Device
+//     attributes describe a compute-capability 9.0 discrete GPU with managed
+//     memory, concurrent managed access and memory pools, unless the config
+//     says otherwise. The current device belongs to the calling OS thread, as
+//     in CUDA (a new thread starts on device 0).
+//   - Memory: device, managed and pinned host memory are host memory, so Go
+//     and C code can read and write it directly. Each kind (and each device)
+//     has its own reserved address range, so every pointer is 256-byte
+//     aligned, freed memory stays mapped (a stray access never crashes the
+//     process, though the bytes may read back as zero), and the simulator can
+//     tell which allocation, if any, a pointer belongs to. Freeing a pointer
+//     that is not the start of a live allocation of the right kind (a double
+//     free included) fails with cudaErrorInvalidValue, as do copies and fills
+//     that touch device ranges outside live allocations. Pointers outside the
+//     simulator's ranges are ordinary (pageable) host memory.
+//   - Pinned host memory does not count against device capacity; it has its
+//     own limit of four times a device's capacity. Managed memory has a
+//     separate limit of the same size and, as on a GPU before its pages
+//     migrate, does not lower MemGetInfo's free memory.
+//   - Streams and events are in-order queues of work (copies, fills, event
+//     records, waits on events, stream-ordered frees). Work runs as soon as
+//     nothing holds it back, that is at enqueue time, unless the stream is
+//     paused with PauseStream or waits on an event that has not completed.
+//     Queries, synchronization and waits between streams observe completion
+//     exactly as on a GPU.
+//   - Memory pools back MallocAsync and MallocFromPoolAsync: each device has
+//     a default pool, and MemPoolCreate makes device, pinned host and managed
+//     pools. A pool reserves memory in 2 MiB chunks (counted against the
+//     device's capacity for device pools) and carves allocations from them;
+//     a stream-ordered free returns its block when the stream reaches it.
+//     At every stream, event or device synchronization a pool above its
+//     release threshold (CUDA's default: 0) gives back wholly free chunks
+//     while it keeps at least the threshold, as MemPoolTrimTo does. A pool
+//     that cannot grow first gives back its own free chunks. Reserved and
+//     used memory (current and high) are reported as CUDA names them.
+//     Destroying a pool with allocations outstanding leaves them valid; its
+//     memory goes back when the last is freed.
+//
+// Simplifications, each harmless to the resources above it: the legacy
+// default stream has no implicit synchronization with other streams (stream
+// 0, LegacyDefaultStream and PerThreadDefaultStream are ordinary in-order
+// streams of the current device, and the per-thread stream is one stream per
+// device, not per thread); Free and FreeHost do not wait for queued work;
+// memory freed with FreeAsync becomes reusable, by any stream, when the free
+// executes (a pending free is not reused early by its own stream).
+//
+// The test controls PauseStream, ResumeStream, InjectAllocFailures,
+// LiveAllocations, UsedBytes, ManagedInfo, MemAdviseCalls and Close are
+// methods of *Sim only. Everything on *Sim is safe for concurrent use.
+type Sim struct {
+	cfg SimConfig // with defaults filled in
+
+	mu      sync.Mutex
+	cond    sync.Cond // signalled whenever queued work completes, and on Close
+	closed  bool
+	initErr error // the simulator could not be set up: every call fails
+
+	devs    []*simDevice
+	managed *simRange
+	pinned  *simRange
+	ranges  []*simRange // every range, sorted by base address
+
+	managedLimit, managedUsed uint64
+	pinnedLimit, pinnedUsed   uint64
+
+	cur map[uint64]int // current device of each thread that set one (see threadToken)
+
+	streams  map[Stream]*simStream
+	busy     map[*simStream]struct{} // streams with queued work
+	events   map[Event]*simEvent
+	pools    map[MemPool]*simPool  // pools with a live handle
+	allPools map[*simPool]struct{} // those plus destroyed pools with allocations left
+
+	nextHandle   uintptr
+	nextStreamID uint64
+	failNext     int // allocations left to fail (InjectAllocFailures)
+
+	adviceLog []SimAdvice
+}
+
+type simDevice struct {
+	id             int
+	capacity, used uint64 // used: plain allocations plus pool reservations
+	rng            *simRange
+	null, ptds     *simStream
+	defaultPool    *simPool
+	live           int // live allocations attributed to the device
+}
+
+const (
+	simDefaultDevices = 2
+	simDefaultMemory  = 1 << 30
+	simDefaultVersion = 13000
+	simHostFactor     = 4 // pinned and managed limits, in device capacities
+	simAdviceLogSize  = 1024
+)
+
+var _ Runtime = (*Sim)(nil)
+
+// NewSim makes a simulated machine as cfg describes; zero fields take their
+// defaults (2 devices of 1 GiB, runtime and driver version 13000). A
+// capacity that is not a multiple of 256 bytes is rounded down to one. It never
+// fails: if the address space cannot be reserved, or cfg is invalid, every
+// call of the returned Sim fails with cudaErrorInitializationError and says
+// why. A Sim holds address space until Close.
+func NewSim(cfg SimConfig) *Sim {
+	s := &Sim{
+		cur:        make(map[uint64]int),
+		streams:    make(map[Stream]*simStream),
+		busy:       make(map[*simStream]struct{}),
+		events:     make(map[Event]*simEvent),
+		pools:      make(map[MemPool]*simPool),
+		allPools:   make(map[*simPool]struct{}),
+		nextHandle: 0x10000,
+	}
+	s.cond.L = &s.mu
+	if cfg.Devices == 0 {
+		cfg.Devices = simDefaultDevices
+	}
+	if cfg.MemoryPerDevice == 0 {
+		cfg.MemoryPerDevice = simDefaultMemory
+	}
+	if cfg.RuntimeVersion == 0 {
+		cfg.RuntimeVersion = simDefaultVersion
+	}
+	s.cfg = cfg
+	switch {
+	case cfg.Devices < 0 || cfg.Devices > 1024:
+		s.initErr = fmt.Errorf("simulated device count %d is out of range (1..1024)", cfg.Devices)
+		return s
+	case cfg.MemoryPerDevice > 1<<44:
+		s.initErr = fmt.Errorf("simulated device memory %d bytes is larger than 16 TiB", cfg.MemoryPerDevice)
+		return s
+	}
+	// Capacity is a whole number of 256-byte units, so that free memory is
+	// too and an allocation never overshoots it.
+	capacity := max(cfg.MemoryPerDevice&^(simAlign-1), simAlign)
+	s.pinnedLimit = simHostFactor * capacity
+	s.managedLimit = simHostFactor * capacity
+	if err := s.reserveRanges(capacity); err != nil {
+		s.initErr = err
+		return s
+	}
+	for _, d := range s.devs {
+		d.null = s.newStream(d.id, StreamFlagDefault, DefaultStream)
+		d.ptds = s.newStream(d.id, StreamFlagDefault, PerThreadDefaultStream)
+		if !cfg.NoMemoryPools {
+			d.defaultPool = s.newPool(memDevice, d.id, 0, true)
+		}
+	}
+	return s
+}
+
+// Config returns the configuration s runs with, defaults filled in.
+func (s *Sim) Config() SimConfig { return s.cfg }
+
+// Close releases the simulator's address space. Afterwards every call fails
+// with cudaErrorCudartUnloading, queued work is dropped, waiters return that
+// error, and memory the simulator handed out must no longer be touched.
+// Close is for tests that make many simulators; the process's default
+// Runtime is never closed.
+func (s *Sim) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for st := range s.busy {
+		st.queue = nil
+	}
+	s.busy = make(map[*simStream]struct{})
+	s.cond.Broadcast()
+	var first error
+	for _, r := range s.ranges {
+		if err := r.unmap(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// usable is the first check of every call, made with s.mu held.
+func (s *Sim) usable(fn string) error {
+	if s.closed {
+		return simErr(fn, ErrorCudartUnloading, "the simulated device was closed")
+	}
+	if s.initErr != nil {
+		return simErr(fn, ErrorInitializationError, "simulated device: %v", s.initErr)
+	}
+	return nil
+}
+
+// lock takes s.mu and checks that s is usable; on success the caller must
+// unlock.
+func (s *Sim) lock(fn string) error {
+	s.mu.Lock()
+	if err := s.usable(fn); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// simErr builds the *Error of a failed call: CUDA's description of code,
+// followed by what the simulator found.
+func simErr(fn string, code ErrorCode, format string, args ...any) error {
+	desc := simErrorStrings[code]
+	if format != "" {
+		if desc != "" {
+			desc += ": "
+		}
+		desc += fmt.Sprintf(format, args...)
+	}
+	return NewError(fn, code, desc)
+}
+
+// curDev is the calling thread's current device; s.mu held.
+func (s *Sim) curDev(tok uint64) *simDevice { return s.devs[s.cur[tok]] }
+
+func (s *Sim) device(fn string, dev int) (*simDevice, error) {
+	if dev < 0 || dev >= len(s.devs) {
+		return nil, simErr(fn, ErrorInvalidDevice, "device %d does not exist (the simulator has %d)", dev, len(s.devs))
+	}
+	return s.devs[dev], nil
+}
+
+func (s *Sim) handle() uintptr {
+	s.nextHandle += 16
+	return s.nextHandle
+}
+
+// Backend reports BackendSimulated.
+func (s *Sim) Backend() Backend { return BackendSimulated }
+
+// RuntimeVersion reports SimConfig.RuntimeVersion (default 13000).
+func (s *Sim) RuntimeVersion() (int, error) {
+	if err := s.lock("cudaRuntimeGetVersion"); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	return s.cfg.RuntimeVersion, nil
+}
+
+// DriverVersion reports the same version as RuntimeVersion.
+func (s *Sim) DriverVersion() (int, error) {
+	if err := s.lock("cudaDriverGetVersion"); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	return s.cfg.RuntimeVersion, nil
+}
+
+var simErrorStrings = map[ErrorCode]string{
+	Success:                          "no error",
+	ErrorInvalidValue:                "invalid argument",
+	ErrorMemoryAllocation:            "out of memory",
+	ErrorInitializationError:         "initialization error",
+	ErrorCudartUnloading:             "driver shutting down",
+	ErrorInvalidDevicePointer:        "invalid device pointer",
+	ErrorInvalidMemcpyDirection:      "invalid copy direction for memcpy",
+	ErrorInsufficientDriver:          "CUDA driver version is insufficient for CUDA runtime version",
+	ErrorNoDevice:                    "no CUDA-capable device is detected",
+	ErrorInvalidDevice:               "invalid device ordinal",
+	ErrorInvalidResourceHandle:       "invalid resource handle",
+	ErrorNotReady:                    "device not ready",
+	ErrorIllegalAddress:              "an illegal memory access was encountered",
+	ErrorHostMemoryAlreadyRegistered: "part or all of the requested memory range is already mapped",
+	ErrorNotSupported:                "operation not supported",
+}
+
+// ErrorName is CUDA's name for code, or "unrecognized error code" as CUDA
+// says for a code it does not know.
+func (s *Sim) ErrorName(code ErrorCode) string {
+	if _, ok := simErrorStrings[code]; ok {
+		return code.Name()
+	}
+	return "unrecognized error code"
+}
+
+// ErrorString is CUDA's description of code, or "unrecognized error code".
+func (s *Sim) ErrorString(code ErrorCode) string {
+	if d, ok := simErrorStrings[code]; ok {
+		return d
+	}
+	return "unrecognized error code"
+}
+
+// GetDeviceCount reports SimConfig.Devices.
+func (s *Sim) GetDeviceCount() (int, error) {
+	if err := s.lock("cudaGetDeviceCount"); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	return len(s.devs), nil
+}
+
+// GetDevice reports the calling thread's current device (0 until the thread
+// sets one).
+func (s *Sim) GetDevice() (int, error) {
+	tok := threadToken()
+	if err := s.lock("cudaGetDevice"); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	return s.cur[tok], nil
+}
+
+// SetDevice makes dev the calling thread's current device.
+func (s *Sim) SetDevice(dev int) error {
+	tok := threadToken()
+	const fn = "cudaSetDevice"
+	if err := s.lock(fn); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.device(fn, dev); err != nil {
+		return err
+	}
+	if dev == 0 {
+		delete(s.cur, tok)
+	} else {
+		s.cur[tok] = dev
+	}
+	return nil
+}
+
+// DeviceGetAttribute reports the attributes DeviceAttr names: 132
+// multiprocessors, compute capability 9.0, not integrated, managed memory,
+// concurrent managed access and memory pools (POSIX file descriptor export)
+// unless the config turns them off, and pageable memory access as the config
+// says. With pageable access the device looks like an address-translation
+// (ATS) system: it uses the host page tables, reaches managed memory from the
+// host directly and has native host atomics. Other attributes fail with
+// cudaErrorInvalidValue.
+func (s *Sim) DeviceGetAttribute(attr DeviceAttr, dev int) (int, error) {
+	const fn = "cudaDeviceGetAttribute"
+	if err := s.lock(fn); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if _, err := s.device(fn, dev); err != nil {
+		return 0, err
+	}
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	c := s.cfg
+	switch attr {
+	case DevAttrMultiProcessorCount:
+		return 132, nil
+	case DevAttrIntegrated:
+		return 0, nil
+	case DevAttrComputeCapabilityMajor:
+		return 9, nil
+	case DevAttrComputeCapabilityMinor:
+		return 0, nil
+	case DevAttrManagedMemory:
+		return 1, nil
+	case DevAttrHostNativeAtomicSupported, DevAttrPageableMemoryAccessUsesHostPageTbl, DevAttrDirectManagedMemAccessFromHost:
+		return b(c.PageableMemoryAccess), nil
+	case DevAttrPageableMemoryAccess:
+		return b(c.PageableMemoryAccess), nil
+	case DevAttrConcurrentManagedAccess:
+		return b(!c.NoConcurrentManaged), nil
+	case DevAttrMemoryPoolsSupported:
+		return b(!c.NoMemoryPools), nil
+	case DevAttrMemoryPoolSupportedHandleTypes:
+		if c.NoMemoryPools {
+			return 0, nil
+		}
+		return int(MemHandleTypePosixFileDescriptor), nil
+	}
+	return 0, simErr(fn, ErrorInvalidValue, "device attribute %d is not modelled by the simulated device", int32(attr))
+}
+
+// MemGetInfo reports the current device's free and total memory. Free is the
+// capacity less plain allocations and memory reserved by pools located on
+// the device.
+func (s *Sim) MemGetInfo() (free, total uint64, err error) {
+	tok := threadToken()
+	if err := s.lock("cudaMemGetInfo"); err != nil {
+		return 0, 0, err
+	}
+	defer s.mu.Unlock()
+	d := s.curDev(tok)
+	return d.capacity - d.used, d.capacity, nil
+}
+
+// InjectAllocFailures makes the next n allocation calls fail with
+// cudaErrorMemoryAllocation, whatever memory is left: Malloc,
+// MallocManaged, HostAlloc, MallocAsync and MallocFromPoolAsync each count
+// (calls that fail validation first, or that allocate zero bytes, do not).
+// n <= 0 cancels failures not yet used.
+func (s *Sim) InjectAllocFailures(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failNext = max(n, 0)
+}
+
+// injectedFailure consumes one injected failure, if any; s.mu held.
+func (s *Sim) injectedFailure(fn string, size uintptr) error {
+	if s.failNext == 0 {
+		return nil
+	}
+	s.failNext--
+	return simErr(fn, ErrorMemoryAllocation, "injected failure (InjectAllocFailures) for %d bytes", size)
+}
+
+// LiveAllocations counts the live allocations attributed to device dev:
+// device memory (Malloc and pools located on dev), and managed and pinned
+// host memory allocated while dev was current. A stream-ordered free counts
+// as live until it executes. It returns -1 for a device that does not exist.
+func (s *Sim) LiveAllocations(dev int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dev < 0 || dev >= len(s.devs) {
+		return -1
+	}
+	return s.devs[dev].live
+}
+
+// UsedBytes is the device memory of dev in use: plain allocations (rounded
+// up to 256 bytes) plus memory reserved by pools located on dev, i.e. total
+// less free as MemGetInfo reports them. It returns 0 for a device that does
+// not exist.
+func (s *Sim) UsedBytes(dev int) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if dev < 0 || dev >= len(s.devs) {
+		return 0
+	}
+	return s.devs[dev].used
+}
+
+func alignUp64(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }

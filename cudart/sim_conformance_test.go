@@ -1,0 +1,313 @@
+package cudart
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Conformance tests: the behaviour the simulated device claims to share
+// with CUDA, asserted on the simulator always and, with RMMGO_BACKEND=cuda
+// on a GPU machine, on the real runtime too. A failure on "cuda" means the
+// simulator's model of CUDA is wrong there. The tests avoid anything that
+// could leave a sticky error in a real CUDA context (no access to freed
+// device memory, no invalid handles that CUDA would dereference).
+
+type runtimeUnderTest struct {
+	name string
+	rt   Runtime
+}
+
+func conformanceRuntimes(t *testing.T) []runtimeUnderTest {
+	t.Helper()
+	rts := []runtimeUnderTest{{"simulated", newTestSim(t, SimConfig{MemoryPerDevice: 256 * mib})}}
+	if os.Getenv(EnvBackend) == string(BackendCUDA) {
+		rt, err := Open(Options{Backend: BackendCUDA})
+		require.NoError(t, err)
+		rts = append(rts, runtimeUnderTest{"cuda", rt})
+	}
+	return rts
+}
+
+func forEachRuntime(t *testing.T, f func(t *testing.T, r Runtime)) {
+	for _, rut := range conformanceRuntimes(t) {
+		t.Run(rut.name, func(t *testing.T) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			require.NoError(t, rut.rt.SetDevice(0))
+			f(t, rut.rt)
+		})
+	}
+}
+
+func attr(t *testing.T, r Runtime, a DeviceAttr) int {
+	t.Helper()
+	v, err := r.DeviceGetAttribute(a, 0)
+	require.NoError(t, err)
+	return v
+}
+
+func TestConformanceZeroSizes(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		p, err := r.Malloc(0)
+		require.NoError(t, err)
+		assert.Zero(t, p)
+		p, err = r.HostAlloc(0, HostAllocDefault)
+		require.NoError(t, err)
+		assert.Zero(t, p)
+		_, err = r.MallocManaged(0, MemAttachGlobal)
+		requireCode(t, err, ErrorInvalidValue)
+		if attr(t, r, DevAttrMemoryPoolsSupported) == 1 {
+			p, err = r.MallocAsync(0, DefaultStream)
+			require.NoError(t, err)
+			assert.Zero(t, p)
+			require.NoError(t, r.FreeAsync(0, DefaultStream))
+		}
+		require.NoError(t, r.Free(0))
+		require.NoError(t, r.FreeHost(0))
+		d, err := r.Malloc(256)
+		require.NoError(t, err)
+		require.NoError(t, r.Memset(d, 0, 0))
+		require.NoError(t, r.Memcpy(d, d, 0, MemcpyDeviceToDevice))
+		require.NoError(t, r.Free(d))
+	})
+}
+
+func TestConformanceBadFrees(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		d, err := r.Malloc(4096)
+		require.NoError(t, err)
+		requireCode(t, r.Free(d+256), ErrorInvalidValue, "interior pointer")
+		requireCode(t, r.FreeHost(d), ErrorInvalidValue, "device memory with FreeHost")
+		if err := r.FreeAsync(d, DefaultStream); err == nil {
+			t.Errorf("FreeAsync of cudaMalloc memory succeeded")
+			require.NoError(t, r.StreamSynchronize(DefaultStream))
+		} else {
+			requireCode(t, err, ErrorInvalidValue, "FreeAsync of cudaMalloc memory")
+			require.NoError(t, r.Free(d))
+		}
+		requireCode(t, r.Free(d), ErrorInvalidValue, "double free")
+
+		h, err := r.HostAlloc(4096, HostAllocDefault)
+		require.NoError(t, err)
+		requireCode(t, r.Free(h), ErrorInvalidValue, "pinned memory with Free")
+		require.NoError(t, r.FreeHost(h))
+		requireCode(t, r.FreeHost(h), ErrorInvalidValue, "pinned double free")
+
+		m, err := r.MallocManaged(4096, MemAttachGlobal)
+		require.NoError(t, err)
+		requireCode(t, r.FreeHost(m), ErrorInvalidValue, "managed memory with FreeHost")
+		require.NoError(t, r.Free(m))
+	})
+}
+
+func TestConformancePointerAttributes(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		d, err := r.Malloc(1000)
+		require.NoError(t, err)
+		m, err := r.MallocManaged(1000, MemAttachGlobal)
+		require.NoError(t, err)
+		h, err := r.HostAlloc(1000, HostAllocDefault)
+		require.NoError(t, err)
+		_, hostAddr := hostBuf(64)
+		tests := []struct {
+			name string
+			ptr  uintptr
+			want PointerAttributes
+		}{
+			{"device", d + 8, PointerAttributes{Type: MemoryTypeDevice, Device: 0, DevicePointer: d + 8}},
+			{"managed", m, PointerAttributes{Type: MemoryTypeManaged, Device: 0, DevicePointer: m, HostPointer: m}},
+			{"pinned", h, PointerAttributes{Type: MemoryTypeHost, Device: 0, DevicePointer: h, HostPointer: h}},
+		}
+		for _, tt := range tests {
+			got, err := r.PointerGetAttributes(tt.ptr)
+			require.NoError(t, err, tt.name)
+			assert.Equal(t, tt.want, got, tt.name)
+		}
+		got, err := r.PointerGetAttributes(hostAddr)
+		require.NoError(t, err)
+		assert.Equal(t, MemoryTypeUnregistered, got.Type)
+		assert.Equal(t, InvalidDeviceID, got.Device, "device of unregistered memory")
+		if attr(t, r, DevAttrPageableMemoryAccess) == 0 {
+			assert.Zero(t, got.DevicePointer)
+			assert.Zero(t, got.HostPointer)
+		}
+		require.NoError(t, r.Free(d))
+		require.NoError(t, r.Free(m))
+		require.NoError(t, r.FreeHost(h))
+	})
+}
+
+func TestConformanceDevices(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		n, err := r.GetDeviceCount()
+		require.NoError(t, err)
+		requireCode(t, r.SetDevice(n), ErrorInvalidDevice)
+		requireCode(t, r.SetDevice(-1), ErrorInvalidDevice)
+		_, err = r.DeviceGetAttribute(DevAttrIntegrated, n)
+		requireCode(t, err, ErrorInvalidDevice)
+		dev, err := r.GetDevice()
+		require.NoError(t, err)
+		assert.Equal(t, 0, dev)
+		free, total, err := r.MemGetInfo()
+		require.NoError(t, err)
+		assert.LessOrEqual(t, free, total)
+		assert.Equal(t, 1, attr(t, r, DevAttrManagedMemory))
+		// A new thread starts on device 0.
+		if n > 1 {
+			require.NoError(t, r.SetDevice(1))
+			done := make(chan int)
+			go func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				d, err := r.GetDevice()
+				assert.NoError(t, err)
+				done <- d
+			}()
+			assert.Equal(t, 0, <-done)
+			require.NoError(t, r.SetDevice(0))
+		}
+	})
+}
+
+func TestConformanceStreamsAndEvents(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		ev, err := r.EventCreate(EventFlagDisableTiming)
+		require.NoError(t, err)
+		require.NoError(t, r.EventQuery(ev), "never recorded")
+		require.NoError(t, r.EventSynchronize(ev))
+		st, err := r.StreamCreate(StreamFlagNonBlocking)
+		require.NoError(t, err)
+		require.NoError(t, r.StreamWaitEvent(st, ev), "waiting on an event never recorded")
+		require.NoError(t, r.EventRecord(ev, st))
+		require.NoError(t, r.EventSynchronize(ev))
+		require.NoError(t, r.EventQuery(ev))
+		require.NoError(t, r.StreamQuery(st))
+		id0, err := r.StreamGetID(DefaultStream)
+		require.NoError(t, err)
+		idLegacy, err := r.StreamGetID(LegacyDefaultStream)
+		require.NoError(t, err)
+		idSt, err := r.StreamGetID(st)
+		require.NoError(t, err)
+		assert.Equal(t, id0, idLegacy)
+		assert.NotEqual(t, id0, idSt)
+		_, err = r.StreamCreate(2)
+		requireCode(t, err, ErrorInvalidValue)
+		_, err = r.EventCreate(4) // interprocess without DisableTiming
+		requireCode(t, err, ErrorInvalidValue)
+		require.NoError(t, r.StreamDestroy(st))
+		require.NoError(t, r.EventDestroy(ev))
+	})
+}
+
+func TestConformanceCopies(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		const n = 64 << 10
+		d, err := r.Malloc(n)
+		require.NoError(t, err)
+		src, srcAddr := hostBuf(n)
+		for i := range src {
+			src[i] = byte(i)
+		}
+		dst, dstAddr := hostBuf(n)
+		st, err := r.StreamCreate(0)
+		require.NoError(t, err)
+		require.NoError(t, r.MemcpyAsync(d, srcAddr, n, MemcpyHostToDevice, st))
+		require.NoError(t, r.MemsetAsync(d+n/2, 0x7f, n/4, st))
+		require.NoError(t, r.MemcpyAsync(dstAddr, d, n, MemcpyDeviceToHost, st))
+		require.NoError(t, r.StreamSynchronize(st))
+		want := append([]byte(nil), src...)
+		fill(want[n/2:n/2+n/4], 0x7f)
+		assert.Equal(t, want, dst)
+		requireCode(t, r.Memcpy(d, srcAddr, 16, MemcpyKind(7)), ErrorInvalidMemcpyDirection)
+		require.NoError(t, r.StreamDestroy(st))
+		require.NoError(t, r.Free(d))
+		runtime.KeepAlive(src)
+		runtime.KeepAlive(dst)
+	})
+}
+
+func TestConformancePools(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		if attr(t, r, DevAttrMemoryPoolsSupported) == 0 {
+			t.Skip("no memory pools")
+		}
+		get := func(pool MemPool, a MemPoolAttr) uint64 {
+			t.Helper()
+			v, err := r.MemPoolGetAttribute(pool, a)
+			require.NoError(t, err)
+			return v
+		}
+		pool, err := r.MemPoolCreate(MemPoolProps{AllocType: MemAllocationTypePinned, Location: DeviceLocation(0)})
+		require.NoError(t, err)
+		assert.Zero(t, get(pool, MemPoolAttrReleaseThreshold), "CUDA's default release threshold")
+		for _, a := range []MemPoolAttr{MemPoolReuseFollowEventDependencies, MemPoolReuseAllowOpportunistic, MemPoolReuseAllowInternalDependencies} {
+			assert.Equal(t, uint64(1), get(pool, a), "reuse policy %d", a)
+		}
+		p, err := r.MallocFromPoolAsync(mib, pool, DefaultStream)
+		require.NoError(t, err)
+		assert.Zero(t, p%256)
+		assert.GreaterOrEqual(t, get(pool, MemPoolAttrUsedMemCurrent), uint64(mib))
+		assert.GreaterOrEqual(t, get(pool, MemPoolAttrReservedMemCurrent), get(pool, MemPoolAttrUsedMemCurrent))
+		a, err := r.PointerGetAttributes(p)
+		require.NoError(t, err)
+		assert.Equal(t, MemoryTypeDevice, a.Type)
+		require.NoError(t, r.FreeAsync(p, DefaultStream))
+		require.NoError(t, r.StreamSynchronize(DefaultStream))
+		assert.Zero(t, get(pool, MemPoolAttrUsedMemCurrent))
+		assert.Zero(t, get(pool, MemPoolAttrReservedMemCurrent), "threshold 0: released at synchronization")
+		assert.GreaterOrEqual(t, get(pool, MemPoolAttrReservedMemHigh), uint64(mib))
+
+		// With a high threshold the memory stays; TrimTo(0) gives it back.
+		require.NoError(t, r.MemPoolSetAttribute(pool, MemPoolAttrReleaseThreshold, ^uint64(0)))
+		p, err = r.MallocFromPoolAsync(mib, pool, DefaultStream)
+		require.NoError(t, err)
+		require.NoError(t, r.FreeAsync(p, DefaultStream))
+		require.NoError(t, r.StreamSynchronize(DefaultStream))
+		assert.GreaterOrEqual(t, get(pool, MemPoolAttrReservedMemCurrent), uint64(mib))
+		require.NoError(t, r.MemPoolTrimTo(pool, 0))
+		assert.Zero(t, get(pool, MemPoolAttrReservedMemCurrent))
+
+		requireCode(t, r.MemPoolSetAttribute(pool, MemPoolAttrUsedMemHigh, 5), ErrorInvalidValue)
+		require.NoError(t, r.MemPoolSetAttribute(pool, MemPoolAttrUsedMemHigh, 0))
+		assert.Zero(t, get(pool, MemPoolAttrUsedMemHigh))
+
+		// Destroying a pool with an allocation outstanding leaves it usable.
+		p, err = r.MallocFromPoolAsync(4096, pool, DefaultStream)
+		require.NoError(t, err)
+		require.NoError(t, r.MemPoolDestroy(pool))
+		require.NoError(t, r.Memset(p, 1, 4096))
+		require.NoError(t, r.Free(p))
+
+		def, err := r.DeviceGetDefaultMemPool(0)
+		require.NoError(t, err)
+		assert.Zero(t, get(def, MemPoolAttrReleaseThreshold))
+		p, err = r.MallocAsync(1000, DefaultStream)
+		require.NoError(t, err)
+		require.NoError(t, r.Free(p), "cudaFree of a stream-ordered allocation")
+	})
+}
+
+func TestConformanceManagedHints(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r Runtime) {
+		d, err := r.Malloc(4096)
+		require.NoError(t, err)
+		m, err := r.MallocManaged(4096, MemAttachGlobal)
+		require.NoError(t, err)
+		requireCode(t, r.MemPrefetchAsync(d, 4096, DeviceLocation(0), DefaultStream), ErrorInvalidValue, "prefetch of device memory")
+		requireCode(t, r.MemAdvise(d, 4096, MemAdviseSetReadMostly, DeviceLocation(0)), ErrorInvalidValue, "advice on device memory")
+		if attr(t, r, DevAttrConcurrentManagedAccess) == 1 {
+			require.NoError(t, r.MemPrefetchAsync(m, 4096, DeviceLocation(0), DefaultStream))
+		}
+		require.NoError(t, r.MemPrefetchAsync(m, 4096, HostLocation(), DefaultStream))
+		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseSetPreferredLocation, DeviceLocation(0)))
+		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseSetAccessedBy, DeviceLocation(0)))
+		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseSetReadMostly, DeviceLocation(0)))
+		require.NoError(t, r.StreamSynchronize(DefaultStream))
+		require.NoError(t, r.Free(d))
+		require.NoError(t, r.Free(m))
+	})
+}

@@ -1,0 +1,477 @@
+package cudart
+
+import "sort"
+
+// simPool is a memory pool of the simulated device, modelled on CUDA's
+// stream-ordered allocator:
+//
+//   - The pool reserves memory in chunks (multiples of 2 MiB, or exactly
+//     what is left under the pool's maximum size) from its location: a
+//     device's memory (counted against its capacity and MemGetInfo), managed
+//     memory or pinned host memory. Allocations are carved from the chunks
+//     (best fit, 256-byte granularity) and freed blocks coalesce within
+//     their chunk.
+//   - FreeAsync returns a block to the pool when its stream reaches the free;
+//     from then on any allocation may reuse it. Free returns it at once.
+//   - At every synchronization (stream, event or device), a pool holding
+//     more than its release threshold (CUDA's default: 0) gives back wholly
+//     free chunks while it keeps at least the threshold, exactly as
+//     MemPoolTrimTo(threshold) does.
+//   - When a pool cannot grow, it first gives back its own wholly free
+//     chunks and tries again; then the allocation fails with
+//     cudaErrorMemoryAllocation.
+//   - Reserved and used memory, current and high, are the attributes CUDA
+//     names; used counts allocations rounded up to 256 bytes, including
+//     stream-ordered frees not yet executed.
+//   - MemPoolDestroy with allocations outstanding returns at once; the
+//     allocations stay valid and the pool's memory goes back when the last
+//     is freed, as CUDA documents.
+type simPool struct {
+	handle    MemPool
+	kind      memKind
+	dev       int // location device; -1 for host-located pools
+	isDefault bool
+	destroyed bool
+
+	threshold      uint64
+	maxSize        uint64 // 0: none
+	handleTypes    MemHandleType
+	reuse          [3]uint64 // cudaMemPoolReuse* attributes 1..3
+	reserved, used uint64
+	reservedHigh   uint64
+	usedHigh       uint64
+	live           int
+
+	arena  *simArena             // regions: the chunks
+	chunks map[uintptr]*simBlock // chunk start -> the chunk's block in its range
+}
+
+func (s *Sim) newPool(kind memKind, dev int, maxSize uint64, isDefault bool) *simPool {
+	p := &simPool{
+		handle:    MemPool(s.handle()),
+		kind:      kind,
+		dev:       dev,
+		isDefault: isDefault,
+		maxSize:   maxSize,
+		reuse:     [3]uint64{1, 1, 1},
+		arena:     newSimArena(),
+		chunks:    make(map[uintptr]*simBlock),
+	}
+	s.pools[p.handle] = p
+	s.allPools[p] = struct{}{}
+	return p
+}
+
+// backing is the range p's chunks come from.
+func (s *Sim) backing(p *simPool) *simRange {
+	switch p.kind {
+	case memDevice:
+		return s.devs[p.dev].rng
+	case memManaged:
+		return s.managed
+	}
+	return s.pinned
+}
+
+func (s *Sim) pool(fn string, h MemPool) (*simPool, error) {
+	if s.cfg.NoMemoryPools {
+		return nil, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+	}
+	p, ok := s.pools[h]
+	if !ok {
+		return nil, simErr(fn, ErrorInvalidValue, "memory pool %#x does not exist (destroyed, or never created)", uintptr(h))
+	}
+	return p, nil
+}
+
+// reserve adds a chunk of size bytes to p.
+func (s *Sim) reserve(fn string, p *simPool, size uintptr) error {
+	r := s.backing(p)
+	b, err := s.allocTop(fn, r, size)
+	if err != nil {
+		return err
+	}
+	b.chunk, b.pool, b.kind, b.dev = true, p, p.kind, p.dev
+	p.arena.addRegion(b.start, b.size)
+	p.chunks[b.start] = b
+	p.reserved += uint64(b.size)
+	p.reservedHigh = max(p.reservedHigh, p.reserved)
+	return nil
+}
+
+// grow reserves room for an allocation of need bytes.
+func (s *Sim) grow(fn string, p *simPool, need uintptr) error {
+	if p.maxSize > 0 && p.reserved+uint64(need) > p.maxSize {
+		return simErr(fn, ErrorMemoryAllocation, "the pool's maximum size is %d bytes, %d reserved, %d requested", p.maxSize, p.reserved, need)
+	}
+	chunk := uintptr(alignUp64(uint64(need), simChunk))
+	if p.maxSize > 0 && p.reserved+uint64(chunk) > p.maxSize {
+		chunk = need
+	}
+	err := s.reserve(fn, p, chunk)
+	if err != nil && chunk > need {
+		err = s.reserve(fn, p, need)
+	}
+	if err != nil && len(p.arena.wholeFree) > 0 {
+		s.trimTo(p, 0)
+		err = s.reserve(fn, p, need)
+	}
+	return err
+}
+
+// poolAlloc takes size bytes from p for device dev's accounting.
+func (s *Sim) poolAlloc(fn string, p *simPool, size uintptr, dev int) (uintptr, error) {
+	if err := s.injectedFailure(fn, size); err != nil {
+		return 0, err
+	}
+	if uint64(size) > 1<<62 {
+		return 0, simErr(fn, ErrorMemoryAllocation, "%d bytes requested", size)
+	}
+	need := uintptr(alignUp64(uint64(size), simAlign))
+	b := p.arena.alloc(need)
+	if b == nil {
+		if err := s.grow(fn, p, need); err != nil {
+			return 0, err
+		}
+		if b = p.arena.alloc(need); b == nil {
+			return 0, simErr(fn, ErrorMemoryAllocation, "internal: no block after growing the pool")
+		}
+	}
+	b.kind, b.pool, b.req, b.dev = p.kind, p, size, dev
+	if p.kind == memManaged {
+		b.advice = &simAdvice{}
+	}
+	p.used += uint64(b.size)
+	p.usedHigh = max(p.usedHigh, p.used)
+	p.live++
+	s.countLive(dev, 1)
+	return b.start, nil
+}
+
+// poolFree returns the pool allocation b to its pool.
+func (s *Sim) poolFree(b *simBlock) {
+	p := b.pool
+	p.used -= uint64(b.size)
+	p.live--
+	s.countLive(b.dev, -1)
+	p.arena.release(b)
+	if p.destroyed {
+		s.trimTo(p, 0)
+		if p.live == 0 {
+			delete(s.allPools, p)
+		}
+	}
+}
+
+// trimTo gives back p's wholly free chunks, largest first, while p keeps at
+// least keep bytes reserved.
+func (s *Sim) trimTo(p *simPool, keep uint64) {
+	if p.reserved <= keep || len(p.arena.wholeFree) == 0 {
+		return
+	}
+	free := make([]*simBlock, 0, len(p.arena.wholeFree))
+	for b := range p.arena.wholeFree {
+		free = append(free, b)
+	}
+	sort.Slice(free, func(i, j int) bool {
+		if free[i].size != free[j].size {
+			return free[i].size > free[j].size
+		}
+		return free[i].start < free[j].start
+	})
+	r := s.backing(p)
+	for _, b := range free {
+		if p.reserved-uint64(b.size) < keep {
+			continue
+		}
+		chunk := p.chunks[b.start]
+		p.arena.removeRegion(b)
+		delete(p.chunks, b.start)
+		p.reserved -= uint64(b.size)
+		s.freeTop(r, chunk)
+	}
+}
+
+// trimPools applies every pool's release threshold, as CUDA does at
+// synchronization. Its cost is in the number of pools.
+func (s *Sim) trimPools() {
+	for p := range s.allPools {
+		if p.reserved > p.threshold {
+			s.trimTo(p, p.threshold)
+		}
+	}
+}
+
+// MallocAsync allocates size bytes in stream order from the default pool of
+// st's device. Zero bytes give a null pointer and no error.
+func (s *Sim) MallocAsync(size uintptr, st Stream) (uintptr, error) {
+	tok := threadToken()
+	const fn = "cudaMallocAsync"
+	if err := s.lock(fn); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if s.cfg.NoMemoryPools {
+		return 0, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+	}
+	q, err := s.stream(fn, st, tok)
+	if err != nil {
+		return 0, err
+	}
+	if size == 0 {
+		return 0, nil
+	}
+	p := s.devs[q.dev].defaultPool
+	return s.poolAlloc(fn, p, size, q.dev)
+}
+
+// MallocFromPoolAsync allocates size bytes in stream order from pool. Zero
+// bytes give a null pointer and no error.
+func (s *Sim) MallocFromPoolAsync(size uintptr, pool MemPool, st Stream) (uintptr, error) {
+	tok := threadToken()
+	const fn = "cudaMallocFromPoolAsync"
+	if err := s.lock(fn); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	p, err := s.pool(fn, pool)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.stream(fn, st, tok); err != nil {
+		return 0, err
+	}
+	if size == 0 {
+		return 0, nil
+	}
+	dev := p.dev
+	if dev < 0 { // a host-located pool: attributed to the current device
+		dev = s.curDev(tok).id
+	}
+	return s.poolAlloc(fn, p, size, dev)
+}
+
+// FreeAsync frees, when st reaches this point, memory from MallocAsync or
+// MallocFromPoolAsync. A null pointer is a no-op. Any other pointer (memory
+// from Malloc included), or one already being freed, fails with
+// cudaErrorInvalidValue at once.
+func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
+	tok := threadToken()
+	const fn = "cudaFreeAsync"
+	if err := s.lock(fn); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if s.cfg.NoMemoryPools {
+		return simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+	}
+	q, err := s.stream(fn, st, tok)
+	if err != nil {
+		return err
+	}
+	if ptr == 0 {
+		return nil
+	}
+	_, b, _ := s.liveBlock(ptr)
+	if b == nil || b.pool == nil || b.start != ptr {
+		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live stream-ordered allocation (freed twice, or not from a pool?)", ptr)
+	}
+	if b.pendingFree {
+		return simErr(fn, ErrorInvalidValue, "%#x is already being freed", ptr)
+	}
+	b.pendingFree = true
+	s.enqueue(q, simOp{run: func() { s.poolFree(b) }})
+	return nil
+}
+
+// MemPoolCreate makes a pool. AllocType Pinned with a device location makes
+// a device pool; with a host location (Host, HostNuma node 0,
+// HostNumaCurrent) a pinned host pool. AllocType Managed (runtime 13.0 and
+// later, with concurrent managed access) makes a managed pool located on a
+// device or the host. HandleTypes may ask for POSIX file descriptors on
+// device pools; other handle types are not supported. MaxSize > 0 caps the
+// pool's reservation.
+func (s *Sim) MemPoolCreate(props MemPoolProps) (MemPool, error) {
+	const fn = "cudaMemPoolCreate"
+	if err := s.lock(fn); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if s.cfg.NoMemoryPools {
+		return 0, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+	}
+	loc := props.Location
+	var kind memKind
+	dev := -1
+	switch props.AllocType {
+	case MemAllocationTypePinned:
+		kind = memHost
+	case MemAllocationTypeManaged:
+		if s.cfg.RuntimeVersion < 13000 {
+			return 0, simErr(fn, ErrorInvalidValue, "managed memory pools need CUDA 13.0 (runtime version is %d)", s.cfg.RuntimeVersion)
+		}
+		if s.cfg.NoConcurrentManaged {
+			return 0, simErr(fn, ErrorNotSupported, "managed memory pools need concurrent managed access")
+		}
+		kind = memManaged
+	default:
+		return 0, simErr(fn, ErrorInvalidValue, "allocation type %d", int32(props.AllocType))
+	}
+	switch loc.Type {
+	case MemLocationTypeDevice:
+		if _, err := s.device(fn, int(loc.ID)); err != nil {
+			return 0, err
+		}
+		dev = int(loc.ID)
+		if kind == memHost {
+			kind = memDevice
+		}
+	case MemLocationTypeHost, MemLocationTypeHostNuma, MemLocationTypeHostNumaCurrent:
+		if loc.Type == MemLocationTypeHostNuma && loc.ID != 0 {
+			return 0, simErr(fn, ErrorInvalidValue, "host NUMA node %d does not exist (the simulated host has node 0)", loc.ID)
+		}
+	default:
+		return 0, simErr(fn, ErrorInvalidValue, "location type %d", int32(loc.Type))
+	}
+	const known = MemHandleTypePosixFileDescriptor | MemHandleTypeWin32 | MemHandleTypeWin32Kmt | MemHandleTypeFabric
+	switch ht := props.HandleTypes; {
+	case ht&^known != 0:
+		return 0, simErr(fn, ErrorInvalidValue, "handle types %#x", int32(ht))
+	case ht&^MemHandleTypePosixFileDescriptor != 0:
+		return 0, simErr(fn, ErrorNotSupported, "handle types %#x: the simulated device exports POSIX file descriptors only", int32(ht))
+	case ht != 0 && kind != memDevice:
+		return 0, simErr(fn, ErrorNotSupported, "handle types %#x on a %s pool", int32(ht), kind)
+	}
+	p := s.newPool(kind, dev, props.MaxSize, false)
+	p.handleTypes = props.HandleTypes
+	return p.handle, nil
+}
+
+// MemPoolDestroy destroys a pool made by MemPoolCreate; a device's default
+// pool cannot be destroyed (cudaErrorInvalidValue). Allocations still
+// outstanding stay valid; the pool's memory is given back when the last of
+// them is freed.
+func (s *Sim) MemPoolDestroy(pool MemPool) error {
+	const fn = "cudaMemPoolDestroy"
+	if err := s.lock(fn); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	p, err := s.pool(fn, pool)
+	if err != nil {
+		return err
+	}
+	if p.isDefault {
+		return simErr(fn, ErrorInvalidValue, "device %d's default memory pool cannot be destroyed", p.dev)
+	}
+	delete(s.pools, pool)
+	p.destroyed = true
+	s.trimTo(p, 0)
+	if p.live == 0 {
+		delete(s.allPools, p)
+	}
+	return nil
+}
+
+// MemPoolSetAttribute sets the release threshold or a reuse policy (0 or
+// 1), or resets a high-water mark to the current value (value 0 only).
+// Other attributes and values fail with cudaErrorInvalidValue. The reuse
+// policies are recorded; the simulator's reuse does not depend on them.
+func (s *Sim) MemPoolSetAttribute(pool MemPool, attr MemPoolAttr, value uint64) error {
+	const fn = "cudaMemPoolSetAttribute"
+	if err := s.lock(fn); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	p, err := s.pool(fn, pool)
+	if err != nil {
+		return err
+	}
+	switch attr {
+	case MemPoolReuseFollowEventDependencies, MemPoolReuseAllowOpportunistic, MemPoolReuseAllowInternalDependencies:
+		if value > 1 {
+			return simErr(fn, ErrorInvalidValue, "reuse policy %d: value %d is not 0 or 1", int32(attr), value)
+		}
+		p.reuse[attr-MemPoolReuseFollowEventDependencies] = value
+	case MemPoolAttrReleaseThreshold:
+		p.threshold = value
+	case MemPoolAttrReservedMemHigh, MemPoolAttrUsedMemHigh:
+		if value != 0 {
+			return simErr(fn, ErrorInvalidValue, "a high-water mark can only be reset (to 0), not set to %d", value)
+		}
+		if attr == MemPoolAttrReservedMemHigh {
+			p.reservedHigh = p.reserved
+		} else {
+			p.usedHigh = p.used
+		}
+	case MemPoolAttrReservedMemCurrent, MemPoolAttrUsedMemCurrent:
+		return simErr(fn, ErrorInvalidValue, "attribute %d is read-only", int32(attr))
+	default:
+		return simErr(fn, ErrorInvalidValue, "unknown memory pool attribute %d", int32(attr))
+	}
+	return nil
+}
+
+// MemPoolGetAttribute reads a pool attribute.
+func (s *Sim) MemPoolGetAttribute(pool MemPool, attr MemPoolAttr) (uint64, error) {
+	const fn = "cudaMemPoolGetAttribute"
+	if err := s.lock(fn); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	p, err := s.pool(fn, pool)
+	if err != nil {
+		return 0, err
+	}
+	switch attr {
+	case MemPoolReuseFollowEventDependencies, MemPoolReuseAllowOpportunistic, MemPoolReuseAllowInternalDependencies:
+		return p.reuse[attr-MemPoolReuseFollowEventDependencies], nil
+	case MemPoolAttrReleaseThreshold:
+		return p.threshold, nil
+	case MemPoolAttrReservedMemCurrent:
+		return p.reserved, nil
+	case MemPoolAttrReservedMemHigh:
+		return p.reservedHigh, nil
+	case MemPoolAttrUsedMemCurrent:
+		return p.used, nil
+	case MemPoolAttrUsedMemHigh:
+		return p.usedHigh, nil
+	}
+	return 0, simErr(fn, ErrorInvalidValue, "unknown memory pool attribute %d", int32(attr))
+}
+
+// MemPoolTrimTo gives back the pool's wholly free chunks while it keeps at
+// least minBytesToKeep reserved; a pool holding less is left alone.
+// Allocations freed in stream order whose free has not run yet still hold
+// their memory.
+func (s *Sim) MemPoolTrimTo(pool MemPool, minBytesToKeep uintptr) error {
+	const fn = "cudaMemPoolTrimTo"
+	if err := s.lock(fn); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	p, err := s.pool(fn, pool)
+	if err != nil {
+		return err
+	}
+	s.trimTo(p, uint64(minBytesToKeep))
+	return nil
+}
+
+// DeviceGetDefaultMemPool returns dev's default pool (release threshold 0,
+// like CUDA's).
+func (s *Sim) DeviceGetDefaultMemPool(dev int) (MemPool, error) {
+	const fn = "cudaDeviceGetDefaultMemPool"
+	if err := s.lock(fn); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	d, err := s.device(fn, dev)
+	if err != nil {
+		return 0, err
+	}
+	if d.defaultPool == nil {
+		return 0, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+	}
+	return d.defaultPool.handle, nil
+}
