@@ -156,8 +156,9 @@ func TestCUDAGPUMemory(t *testing.T) {
 	assert.Equal(t, MemoryTypeManaged, a.Type)
 	s, err := c.StreamCreate(StreamFlagNonBlocking)
 	require.NoError(t, err)
-	require.NoError(t, c.MemAdvise(m, n, MemAdviseSetReadMostly, MemLocation{}))
-	require.NoError(t, c.MemAdvise(m, n, MemAdviseUnsetReadMostly, MemLocation{}))
+	// CUDA 13 wants a valid location even for the read-mostly hint.
+	require.NoError(t, c.MemAdvise(m, n, MemAdviseSetReadMostly, DeviceLocation(0)))
+	require.NoError(t, c.MemAdvise(m, n, MemAdviseUnsetReadMostly, DeviceLocation(0)))
 	if cma, _ := c.DeviceGetAttribute(DevAttrConcurrentManagedAccess, 0); cma != 0 {
 		require.NoError(t, c.MemAdvise(m, n, MemAdviseSetPreferredLocation, DeviceLocation(0)))
 		require.NoError(t, c.MemAdvise(m, n, MemAdviseSetAccessedBy, DeviceLocation(0)))

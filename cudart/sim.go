@@ -49,6 +49,14 @@ import (
 //     Destroying a pool with allocations outstanding leaves them valid; its
 //     memory goes back when the last is freed.
 //
+// Where CUDA's behaviour and its documentation part, the simulator does what
+// the CUDA 13.0 runtime did on a GPU (H200, driver 13.0), as the conformance
+// tests (sim_conformance_test.go) check on both: cudaMallocManaged of zero
+// bytes succeeds (the simulator returns a null pointer); cudaFreeAsync takes cudaMalloc memory
+// (freed in stream order); unregistered host memory reports its own address
+// as host pointer; and from runtime version 13000 on, cudaMemAdvise needs a
+// valid location for every hint.
+//
 // Simplifications, each harmless to the resources above it: the legacy
 // default stream has no implicit synchronization with other streams (stream
 // 0, LegacyDefaultStream and PerThreadDefaultStream are ordinary in-order

@@ -43,6 +43,29 @@ func forEachRuntime(t *testing.T, f func(t *testing.T, r Runtime)) {
 	}
 }
 
+// probe checks a behaviour of the simulator's model that real CUDA has not
+// confirmed yet: on the simulator err must carry code (Success: no
+// error); on CUDA the outcome is logged, not asserted, so that a GPU run
+// reports what CUDA does without failing. It reports whether err is nil.
+func probe(t *testing.T, r Runtime, what string, err error, code ErrorCode) bool {
+	t.Helper()
+	if r.Backend() != BackendSimulated {
+		t.Logf("probe: %s: %v", what, errOrSuccess(err))
+	} else if code == Success {
+		assert.NoError(t, err, what)
+	} else {
+		requireCode(t, err, code, what)
+	}
+	return err == nil
+}
+
+func errOrSuccess(err error) any {
+	if err == nil {
+		return "success"
+	}
+	return err
+}
+
 func attr(t *testing.T, r Runtime, a DeviceAttr) int {
 	t.Helper()
 	v, err := r.DeviceGetAttribute(a, 0)
@@ -58,8 +81,11 @@ func TestConformanceZeroSizes(t *testing.T) {
 		p, err = r.HostAlloc(0, HostAllocDefault)
 		require.NoError(t, err)
 		assert.Zero(t, p)
-		_, err = r.MallocManaged(0, MemAttachGlobal)
-		requireCode(t, err, ErrorInvalidValue)
+		// CUDA documents cudaErrorInvalidValue here, but CUDA 13.0 succeeds.
+		p, err = r.MallocManaged(0, MemAttachGlobal)
+		require.NoError(t, err, "cudaMallocManaged of 0 bytes")
+		assert.Zero(t, p, "cudaMallocManaged of 0 bytes")
+		require.NoError(t, r.Free(p))
 		if attr(t, r, DevAttrMemoryPoolsSupported) == 1 {
 			p, err = r.MallocAsync(0, DefaultStream)
 			require.NoError(t, err)
@@ -82,11 +108,11 @@ func TestConformanceBadFrees(t *testing.T) {
 		require.NoError(t, err)
 		requireCode(t, r.Free(d+256), ErrorInvalidValue, "interior pointer")
 		requireCode(t, r.FreeHost(d), ErrorInvalidValue, "device memory with FreeHost")
-		if err := r.FreeAsync(d, DefaultStream); err == nil {
-			t.Errorf("FreeAsync of cudaMalloc memory succeeded")
+		if attr(t, r, DevAttrMemoryPoolsSupported) == 1 {
+			// cudaFreeAsync takes cudaMalloc memory too (CUDA 13.0).
+			require.NoError(t, r.FreeAsync(d, DefaultStream), "FreeAsync of cudaMalloc memory")
 			require.NoError(t, r.StreamSynchronize(DefaultStream))
 		} else {
-			requireCode(t, err, ErrorInvalidValue, "FreeAsync of cudaMalloc memory")
 			require.NoError(t, r.Free(d))
 		}
 		requireCode(t, r.Free(d), ErrorInvalidValue, "double free")
@@ -101,6 +127,24 @@ func TestConformanceBadFrees(t *testing.T) {
 		require.NoError(t, err)
 		requireCode(t, r.FreeHost(m), ErrorInvalidValue, "managed memory with FreeHost")
 		require.NoError(t, r.Free(m))
+
+		// Not yet seen on a GPU: FreeAsync of managed and of pinned memory.
+		if attr(t, r, DevAttrMemoryPoolsSupported) == 1 {
+			m, err = r.MallocManaged(4096, MemAttachGlobal)
+			require.NoError(t, err)
+			if probe(t, r, "FreeAsync of cudaMallocManaged memory", r.FreeAsync(m, DefaultStream), ErrorInvalidValue) {
+				require.NoError(t, r.StreamSynchronize(DefaultStream))
+			} else {
+				require.NoError(t, r.Free(m))
+			}
+			h, err = r.HostAlloc(4096, HostAllocDefault)
+			require.NoError(t, err)
+			if probe(t, r, "FreeAsync of cudaHostAlloc memory", r.FreeAsync(h, DefaultStream), ErrorInvalidValue) {
+				require.NoError(t, r.StreamSynchronize(DefaultStream))
+			} else {
+				require.NoError(t, r.FreeHost(h))
+			}
+		}
 	})
 }
 
@@ -131,9 +175,15 @@ func TestConformancePointerAttributes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, MemoryTypeUnregistered, got.Type)
 		assert.Equal(t, InvalidDeviceID, got.Device, "device of unregistered memory")
+		// CUDA does not check unregistered memory: the host pointer is the
+		// address; the device pointer is null without pageable access.
+		assert.Equal(t, hostAddr, got.HostPointer, "host pointer of unregistered memory")
 		if attr(t, r, DevAttrPageableMemoryAccess) == 0 {
-			assert.Zero(t, got.DevicePointer)
-			assert.Zero(t, got.HostPointer)
+			assert.Zero(t, got.DevicePointer, "device pointer of unregistered memory")
+		} else if r.Backend() == BackendSimulated {
+			assert.Equal(t, hostAddr, got.DevicePointer, "device pointer of unregistered memory")
+		} else { // not yet seen on a GPU
+			t.Logf("probe: with pageable memory access, unregistered memory at %#x has device pointer %#x", hostAddr, got.DevicePointer)
 		}
 		require.NoError(t, r.Free(d))
 		require.NoError(t, r.Free(m))
@@ -306,6 +356,15 @@ func TestConformanceManagedHints(t *testing.T) {
 		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseSetPreferredLocation, DeviceLocation(0)))
 		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseSetAccessedBy, DeviceLocation(0)))
 		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseSetReadMostly, DeviceLocation(0)))
+		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseUnsetReadMostly, DeviceLocation(0)))
+		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseUnsetPreferredLocation, DeviceLocation(0)))
+		require.NoError(t, r.MemAdvise(m, 4096, MemAdviseUnsetAccessedBy, DeviceLocation(0)))
+		if v, err := r.RuntimeVersion(); assert.NoError(t, err) && v >= 13000 {
+			// CUDA 13 wants a valid location for every hint.
+			requireCode(t, r.MemAdvise(m, 4096, MemAdviseSetReadMostly, MemLocation{}), ErrorInvalidValue, "read-mostly with an invalid location")
+			probe(t, r, "UnsetReadMostly with an invalid location", r.MemAdvise(m, 4096, MemAdviseUnsetReadMostly, MemLocation{}), ErrorInvalidValue)
+			probe(t, r, "UnsetPreferredLocation with an invalid location", r.MemAdvise(m, 4096, MemAdviseUnsetPreferredLocation, MemLocation{}), ErrorInvalidValue)
+		}
 		require.NoError(t, r.StreamSynchronize(DefaultStream))
 		require.NoError(t, r.Free(d))
 		require.NoError(t, r.Free(m))

@@ -247,8 +247,9 @@ func (s *Sim) Malloc(size uintptr) (uintptr, error) {
 
 // Free frees memory from Malloc, MallocManaged, MallocAsync or
 // MallocFromPoolAsync (the last two at once, as cudaFree does). A null
-// pointer is a no-op. Anything else, pinned host memory and a second free
-// included, fails with cudaErrorInvalidValue.
+// pointer is a no-op. Anything else, pinned host memory, a second free and
+// memory with a FreeAsync still queued included, fails with
+// cudaErrorInvalidValue.
 func (s *Sim) Free(ptr uintptr) error {
 	const fn = "cudaFree"
 	if err := s.lock(fn); err != nil {
@@ -271,7 +272,7 @@ func (s *Sim) Free(ptr uintptr) error {
 		s.poolFree(in)
 		return nil
 	}
-	if top == nil || top.free || top.start != ptr {
+	if top == nil || top.free || top.start != ptr || top.pendingFree {
 		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live allocation (freed twice?)", ptr)
 	}
 	if top.kind == memHost {
@@ -283,8 +284,9 @@ func (s *Sim) Free(ptr uintptr) error {
 }
 
 // MallocManaged allocates managed memory, attributed to the current device.
-// flags must be MemAttachGlobal or MemAttachHost; zero bytes fail with
-// cudaErrorInvalidValue, as CUDA documents.
+// flags must be MemAttachGlobal or MemAttachHost. Zero bytes give a null
+// pointer and no error: CUDA's documentation says cudaErrorInvalidValue, but
+// the CUDA 13.0 runtime (driver 13.0, H200) returns success.
 func (s *Sim) MallocManaged(size uintptr, flags uint32) (uintptr, error) {
 	tok := threadToken()
 	const fn = "cudaMallocManaged"
@@ -296,7 +298,7 @@ func (s *Sim) MallocManaged(size uintptr, flags uint32) (uintptr, error) {
 		return 0, simErr(fn, ErrorInvalidValue, "flags %#x: want cudaMemAttachGlobal or cudaMemAttachHost", flags)
 	}
 	if size == 0 {
-		return 0, simErr(fn, ErrorInvalidValue, "size 0")
+		return 0, nil
 	}
 	if err := s.injectedFailure(fn, size); err != nil {
 		return 0, err
@@ -368,7 +370,12 @@ func (s *Sim) FreeHost(ptr uintptr) error {
 // pointer both ptr); memory a pool has reserved but not handed out reads as
 // the pool's kind, as its address range is mapped on a GPU too. Any other
 // pointer, freed memory included, is unregistered host memory with device
-// InvalidDeviceID. A null pointer fails with cudaErrorInvalidValue.
+// InvalidDeviceID and host pointer ptr (CUDA does not check that such memory
+// exists; CUDA 13.0 on an H200 reports the address itself). Its device
+// pointer is ptr where the device has pageable memory access and null where
+// it has not (the latter as CUDA 13.0 reports it; the former follows the
+// documented meaning of the field, unverified on such a machine). A null
+// pointer fails with cudaErrorInvalidValue.
 func (s *Sim) PointerGetAttributes(ptr uintptr) (PointerAttributes, error) {
 	const fn = "cudaPointerGetAttributes"
 	if err := s.lock(fn); err != nil {
@@ -378,7 +385,10 @@ func (s *Sim) PointerGetAttributes(ptr uintptr) (PointerAttributes, error) {
 	if ptr == 0 {
 		return PointerAttributes{}, simErr(fn, ErrorInvalidValue, "null pointer")
 	}
-	unregistered := PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID}
+	unregistered := PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, HostPointer: ptr}
+	if s.cfg.PageableMemoryAccess {
+		unregistered.DevicePointer = ptr
+	}
 	r, b, reserved := s.liveBlock(ptr)
 	if !reserved {
 		return unregistered, nil
@@ -702,23 +712,32 @@ func (s *Sim) MemPrefetchAsync(ptr, n uintptr, loc MemLocation, st Stream) error
 }
 
 // MemAdvise records a hint for managed memory (or, with pageable memory
-// access, pageable memory). SetPreferredLocation and Set/UnsetAccessedBy
-// need a valid location; the other hints ignore it. Device memory and pinned
-// host memory fail with cudaErrorInvalidValue.
+// access, pageable memory). From runtime version 13000 on (cudaMemAdvise
+// takes a cudaMemLocation), every hint needs a valid location, read-mostly
+// and the Unset hints included: CUDA 13.0 rejects SetReadMostly with a
+// location of type cudaMemLocationTypeInvalid (0) with cudaErrorInvalidValue.
+// Before 13000, only SetPreferredLocation and Set/UnsetAccessedBy check the
+// location and the other hints ignore it, as CUDA 12's device-number
+// argument is ignored for them. Device memory and pinned host memory fail
+// with cudaErrorInvalidValue.
 func (s *Sim) MemAdvise(ptr, n uintptr, advice MemoryAdvise, loc MemLocation) error {
 	const fn = "cudaMemAdvise"
 	if err := s.lock(fn); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
+	needsLocation := s.cfg.RuntimeVersion >= 13000
 	switch advice {
 	case MemAdviseSetPreferredLocation, MemAdviseSetAccessedBy, MemAdviseUnsetAccessedBy:
-		if err := s.checkLocation(fn, loc); err != nil {
-			return err
-		}
+		needsLocation = true
 	case MemAdviseSetReadMostly, MemAdviseUnsetReadMostly, MemAdviseUnsetPreferredLocation:
 	default:
 		return simErr(fn, ErrorInvalidValue, "unknown advice %d", int32(advice))
+	}
+	if needsLocation {
+		if err := s.checkLocation(fn, loc); err != nil {
+			return err
+		}
 	}
 	b, err := s.checkManaged(fn, ptr, n)
 	if err != nil {

@@ -251,10 +251,11 @@ func (s *Sim) MallocFromPoolAsync(size uintptr, pool MemPool, st Stream) (uintpt
 	return s.poolAlloc(fn, p, size, dev)
 }
 
-// FreeAsync frees, when st reaches this point, memory from MallocAsync or
-// MallocFromPoolAsync. A null pointer is a no-op. Any other pointer (memory
-// from Malloc included), or one already being freed, fails with
-// cudaErrorInvalidValue at once.
+// FreeAsync frees, when st reaches this point, memory from MallocAsync,
+// MallocFromPoolAsync or Malloc (CUDA 13.0 accepts cudaMalloc memory too).
+// A null pointer is a no-op. Any other pointer (managed memory from
+// MallocManaged and pinned host memory included), or one already being
+// freed, fails with cudaErrorInvalidValue at once.
 func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
 	tok := threadToken()
 	const fn = "cudaFreeAsync"
@@ -272,15 +273,22 @@ func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
 	if ptr == 0 {
 		return nil
 	}
-	_, b, _ := s.liveBlock(ptr)
-	if b == nil || b.pool == nil || b.start != ptr {
-		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live stream-ordered allocation (freed twice, or not from a pool?)", ptr)
+	r, b, _ := s.liveBlock(ptr)
+	if b == nil || b.start != ptr || (b.pool == nil && b.kind != memDevice) {
+		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live allocation from cudaMallocAsync, cudaMallocFromPoolAsync or cudaMalloc (freed twice?)", ptr)
 	}
 	if b.pendingFree {
 		return simErr(fn, ErrorInvalidValue, "%#x is already being freed", ptr)
 	}
 	b.pendingFree = true
-	s.enqueue(q, simOp{run: func() { s.poolFree(b) }})
+	if b.pool != nil {
+		s.enqueue(q, simOp{run: func() { s.poolFree(b) }})
+		return nil
+	}
+	s.enqueue(q, simOp{run: func() {
+		s.countLive(b.dev, -1)
+		s.freeTop(r, b)
+	}})
 	return nil
 }
 

@@ -429,7 +429,10 @@ func TestSimManagedHints(t *testing.T) {
 		requireCode(t, tt.err, tt.code, tt.name)
 	}
 
-	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseSetReadMostly, MemLocation{Type: 77}), "read-mostly ignores the location")
+	requireCode(t, s.MemAdvise(m, 8192, MemAdviseSetReadMostly, MemLocation{}), ErrorInvalidValue, "CUDA 13: every hint needs a valid location")
+	requireCode(t, s.MemAdvise(m, 8192, MemAdviseUnsetReadMostly, MemLocation{Type: 77}), ErrorInvalidValue)
+	requireCode(t, s.MemAdvise(m, 8192, MemAdviseUnsetPreferredLocation, DeviceLocation(2)), ErrorInvalidDevice)
+	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseSetReadMostly, DeviceLocation(0)))
 	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseSetPreferredLocation, DeviceLocation(1)))
 	require.NoError(t, s.MemAdvise(m, 4096, MemAdviseSetAccessedBy, DeviceLocation(0)))
 	require.NoError(t, s.MemAdvise(m, 4096, MemAdviseSetAccessedBy, DeviceLocation(0)))
@@ -438,8 +441,8 @@ func TestSimManagedHints(t *testing.T) {
 	assert.True(t, info.ReadMostly)
 	assert.Equal(t, DeviceLocation(1), info.PreferredLocation)
 	assert.Equal(t, []MemLocation{DeviceLocation(0), HostLocation()}, info.AccessedBy)
-	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseUnsetReadMostly, MemLocation{}))
-	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseUnsetPreferredLocation, MemLocation{}))
+	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseUnsetReadMostly, HostLocation()))
+	require.NoError(t, s.MemAdvise(m, 8192, MemAdviseUnsetPreferredLocation, DeviceLocation(0)))
 	require.NoError(t, s.MemAdvise(m, 4096, MemAdviseUnsetAccessedBy, DeviceLocation(0)))
 	info, _ = s.ManagedInfo(m)
 	assert.False(t, info.ReadMostly)
@@ -465,6 +468,26 @@ func TestSimManagedHints(t *testing.T) {
 	require.NoError(t, s.Free(m))
 	require.NoError(t, s.Free(d))
 	require.NoError(t, s.FreeHost(h))
+}
+
+// Before CUDA 13, cudaMemAdvise took a device number that the read-mostly
+// and unset-preferred-location hints ignore; the simulator ignores their
+// location there.
+func TestSimAdviceLocationBeforeCUDA13(t *testing.T) {
+	s := newTestSim(t, SimConfig{MemoryPerDevice: mib, RuntimeVersion: 12080})
+	m, err := s.MallocManaged(4096, MemAttachGlobal)
+	require.NoError(t, err)
+	for _, advice := range []MemoryAdvise{MemAdviseSetReadMostly, MemAdviseUnsetReadMostly, MemAdviseUnsetPreferredLocation} {
+		require.NoError(t, s.MemAdvise(m, 4096, advice, MemLocation{}), "advice %d", advice)
+		require.NoError(t, s.MemAdvise(m, 4096, advice, MemLocation{Type: 77}), "advice %d", advice)
+	}
+	for _, advice := range []MemoryAdvise{MemAdviseSetPreferredLocation, MemAdviseSetAccessedBy, MemAdviseUnsetAccessedBy} {
+		requireCode(t, s.MemAdvise(m, 4096, advice, MemLocation{}), ErrorInvalidValue, "advice %d", advice)
+	}
+	info, ok := s.ManagedInfo(m)
+	require.True(t, ok)
+	assert.False(t, info.ReadMostly)
+	require.NoError(t, s.Free(m))
 }
 
 func TestSimHintsOnPageableMemory(t *testing.T) {

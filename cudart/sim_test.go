@@ -278,10 +278,28 @@ func TestSimFreeErrors(t *testing.T) {
 			return s.FreeHost(p)
 		}},
 		{"host pointer with FreeHost", func() error { return s.FreeHost(hostAddr) }},
-		{"FreeAsync of cudaMalloc memory", func() error {
-			p, err := s.Malloc(100)
+		{"FreeAsync of managed memory", func() error {
+			p, err := s.MallocManaged(100, MemAttachGlobal)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Free(p)) }()
+			return s.FreeAsync(p, DefaultStream)
+		}},
+		{"FreeAsync of pinned memory", func() error {
+			p, err := s.HostAlloc(100, HostAllocDefault)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.FreeHost(p)) }()
+			return s.FreeAsync(p, DefaultStream)
+		}},
+		{"FreeAsync of interior cudaMalloc pointer", func() error {
+			p, err := s.Malloc(1024)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Free(p)) }()
+			return s.FreeAsync(p+256, DefaultStream)
+		}},
+		{"FreeAsync of freed cudaMalloc memory", func() error {
+			p, err := s.Malloc(100)
+			require.NoError(t, err)
+			require.NoError(t, s.FreeAsync(p, DefaultStream))
 			return s.FreeAsync(p, DefaultStream)
 		}},
 		{"FreeAsync twice", func() error {
@@ -324,6 +342,34 @@ func TestSimFreeErrors(t *testing.T) {
 	require.NoError(t, s.FreeAsync(0, DefaultStream))
 	require.NoError(t, s.DeviceSynchronize())
 	assert.Zero(t, s.LiveAllocations(0))
+}
+
+// cudaFreeAsync takes cudaMalloc memory too (CUDA 13.0 does): the memory
+// goes back when the stream reaches the free, and cannot be freed again
+// meanwhile.
+func TestSimFreeAsyncOfMallocMemory(t *testing.T) {
+	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
+	st, err := s.StreamCreate(StreamFlagNonBlocking)
+	require.NoError(t, err)
+	p, err := s.Malloc(1 << 20)
+	require.NoError(t, err)
+	used := s.UsedBytes(0)
+	require.NoError(t, s.PauseStream(st))
+	require.NoError(t, s.FreeAsync(p, st))
+	assert.Equal(t, 1, s.LiveAllocations(0), "the free has not run")
+	assert.Equal(t, used, s.UsedBytes(0))
+	requireCode(t, s.FreeAsync(p, st), ErrorInvalidValue, "FreeAsync while one is queued")
+	requireCode(t, s.Free(p), ErrorInvalidValue, "Free while a FreeAsync is queued")
+	require.NoError(t, s.Memset(p, 1, 1<<20), "still usable until the stream reaches the free")
+	a, err := s.PointerGetAttributes(p)
+	require.NoError(t, err)
+	assert.Equal(t, MemoryTypeDevice, a.Type)
+	require.NoError(t, s.ResumeStream(st))
+	require.NoError(t, s.StreamSynchronize(st))
+	assert.Zero(t, s.LiveAllocations(0))
+	assert.Zero(t, s.UsedBytes(0))
+	requireCode(t, s.Free(p), ErrorInvalidValue, "double free")
+	require.NoError(t, s.StreamDestroy(st))
 }
 
 func TestSimInvalidDevices(t *testing.T) {
@@ -579,8 +625,8 @@ func TestSimPointerAttributes(t *testing.T) {
 		{"pinned", h + 8, PointerAttributes{Type: MemoryTypeHost, Device: 1, DevicePointer: h + 8, HostPointer: h + 8}},
 		{"pool", a, PointerAttributes{Type: MemoryTypeDevice, Device: 1, DevicePointer: a}},
 		{"pool reserved, not allocated", a + 4096, PointerAttributes{Type: MemoryTypeDevice, Device: 1, DevicePointer: a + 4096}},
-		{"freed", freed, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID}},
-		{"pageable host", hostAddr, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID}},
+		{"freed", freed, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, HostPointer: freed}},
+		{"pageable host", hostAddr, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, HostPointer: hostAddr}},
 	}
 	for _, tt := range tests {
 		got, err := s.PointerGetAttributes(tt.ptr)
@@ -589,6 +635,13 @@ func TestSimPointerAttributes(t *testing.T) {
 	}
 	_, err = s.PointerGetAttributes(0)
 	requireCode(t, err, ErrorInvalidValue)
+
+	// With pageable memory access the device reaches host memory at its
+	// own address.
+	pageable := newTestSim(t, SimConfig{MemoryPerDevice: mib, PageableMemoryAccess: true})
+	got, err := pageable.PointerGetAttributes(hostAddr)
+	require.NoError(t, err)
+	assert.Equal(t, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, DevicePointer: hostAddr, HostPointer: hostAddr}, got)
 
 	require.NoError(t, s.Free(d))
 	require.NoError(t, s.Free(m))
@@ -599,13 +652,16 @@ func TestSimPointerAttributes(t *testing.T) {
 
 func TestSimHostAndManagedArguments(t *testing.T) {
 	s := newTestSim(t, SimConfig{MemoryPerDevice: 16 * mib})
-	_, err := s.MallocManaged(0, MemAttachGlobal)
-	requireCode(t, err, ErrorInvalidValue)
+	p, err := s.MallocManaged(0, MemAttachGlobal)
+	require.NoError(t, err, "zero bytes succeed, as on CUDA 13.0")
+	assert.Zero(t, p)
+	_, err = s.MallocManaged(0, MemAttachSingle)
+	requireCode(t, err, ErrorInvalidValue, "flags are checked even for zero bytes")
 	for _, flags := range []uint32{0, MemAttachSingle, 3, 8} {
 		_, err = s.MallocManaged(64, flags)
 		requireCode(t, err, ErrorInvalidValue, "flags %d", flags)
 	}
-	p, err := s.MallocManaged(64, MemAttachHost)
+	p, err = s.MallocManaged(64, MemAttachHost)
 	require.NoError(t, err)
 	require.NoError(t, s.Free(p))
 
