@@ -1,0 +1,761 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+const kindArena = "arena"
+
+// Superblocks are 1 MiB: 4096 units of 256 bytes, a bit each.
+const (
+	superblockSize  = 1 << 20
+	superblockUnits = superblockSize >> unitShift
+	superblockWords = superblockUnits / 64
+)
+
+// smallLimit is the largest request served from a superblock.
+const smallLimit = superblockSize / 4
+
+// ArenaDumpFile is the file an Arena with DumpLogOnFailure writes when an
+// allocation fails, in the working directory, as RMM names it.
+const ArenaDumpFile = "rmm_arena_memory_dump.log"
+
+// ArenaOptions configures an Arena.
+type ArenaOptions struct {
+	// ArenaSize is the size of the global arena, taken from the upstream
+	// once: 0 or SizeDefault take half of the current device's free memory.
+	// It is aligned down to 256 bytes and must be at least 1 MiB.
+	ArenaSize uintptr
+	// DumpLogOnFailure appends a description of the arena's fragmentation
+	// to ArenaDumpFile when an allocation fails.
+	DumpLogOnFailure bool
+}
+
+// Arena is a sub-allocator built for many threads allocating at once, like
+// RMM's arena_memory_resource. It takes one global arena from the upstream
+// when it is made and never grows. Requests of more than 256 KiB are
+// served from the global arena (a coalescing best-fit heap with per-stream
+// lists, as in Pool); smaller ones from superblocks of 1 MiB that the
+// global arena lends to per-stream arenas. (RMM sends only requests above
+// 1 MiB to the global arena; a superblock holds few mid-size blocks, and
+// the global arena finds a block for them in constant time.)
+//
+// Go has no thread-local storage, so where RMM gives each thread an arena
+// this one gives each (stream, shard) pair one: the shard is the P (Go's
+// logical processor) the goroutine runs on, so goroutines running at the
+// same time on one stream use different arenas and different locks. Inside
+// a superblock allocations are first fit in a bitmap of 256-byte units,
+// freed units merge with their neighbours by construction. A superblock
+// that becomes wholly free returns to the global arena (one per arena is
+// kept), where any stream can take it in stream order.
+//
+// Memory freed on the stream of the arena that owns its superblock is
+// reused at once. Memory freed on another stream waits in the owning
+// arena's queue until that arena needs room; it then makes its stream wait
+// for the freeing stream (an event record and wait, as in Pool) and takes
+// the memory back. When an allocation finds no room, the Arena synchronizes
+// the device, takes back every queued free and every wholly free
+// superblock, and tries again; if that fails too it writes ArenaDumpFile
+// (with DumpLogOnFailure) and returns ErrOutOfMemory.
+//
+// Sizes are rounded up to 256 bytes; alignments above 256 are refused. An
+// Arena is safe for concurrent use.
+type Arena struct {
+	upstream   Resource
+	rt         cudart.Runtime
+	dev        int
+	base, size uintptr
+	dump       bool
+
+	global heap
+	eng    engine[arenaList, *arenaList]
+	// windows[i] is the superblock that starts in the i-th MiB of the
+	// arena, if any (at most one can, superblocks being 1 MiB).
+	windows []atomic.Pointer[superblock]
+
+	reclaimMu sync.Mutex
+	closed    atomic.Bool
+	closeMu   sync.Mutex
+	dumpMu    sync.Mutex
+}
+
+// superblock is 1 MiB lent by the global arena to one per-stream arena.
+// Its fields change under the owner's lock.
+type superblock struct {
+	base    uintptr
+	owner   atomic.Pointer[arenaList]
+	idx     int // position in owner.sbs
+	free    int // free units
+	low     int // no free unit below this one
+	used    [superblockWords]uint64
+	start   [superblockWords]uint64 // first unit of each allocation
+	pending [superblockWords]uint64 // first unit of each allocation freed on another stream, not yet taken back
+}
+
+// arenaList is the arena of one stream in one shard.
+type arenaList struct {
+	listBase
+	sbs    []*superblock
+	runs   []int32 // runs[i] >= the largest free run of sbs[i], in units
+	cur    int     // where the next search starts
+	empty  int     // wholly free superblocks in sbs
+	remote []remoteFree
+}
+
+// remoteFree is memory freed on another stream than its arena's, waiting
+// for the arena to order itself after that stream.
+type remoteFree struct {
+	ptr   uintptr
+	units int
+	st    *streamState
+	seq   uint64
+}
+
+// NewArena returns an arena over upstream, taking the global arena from it
+// at once.
+func NewArena(upstream Resource, opts ArenaOptions) (*Arena, error) {
+	r, err := rt()
+	if err != nil {
+		return nil, err
+	}
+	return newArena(r, upstream, opts)
+}
+
+func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, error) {
+	if upstream == nil {
+		return nil, fmt.Errorf("%s: %w: nil upstream resource", kindArena, ErrInvalidArgument)
+	}
+	size := opts.ArenaSize
+	if size == 0 || size == SizeDefault {
+		free, _, err := r.MemGetInfo()
+		if err != nil {
+			return nil, cudaError(kindArena+": reading the free device memory", err)
+		}
+		size = uintptr(free / 2)
+	}
+	size = AlignDown(size, DefaultAlignment)
+	if size < superblockSize || size > maxAllocation {
+		return nil, fmt.Errorf("%s: %w: arena size %d bytes (at least 1 MiB, the size of a superblock)", kindArena, ErrInvalidArgument, size)
+	}
+	dev, err := r.GetDevice()
+	if err != nil {
+		return nil, cudaError(kindArena, err)
+	}
+	base, err := upstream.Allocate(DefaultStream, size, DefaultAlignment)
+	if err != nil {
+		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
+	}
+	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
+	a.global.init(kindArena, r, nil)
+	a.global.addChunk(nil, base, size)
+	a.eng.init(r, kindArena, func(*streamState) *arenaList { return new(arenaList) })
+	a.windows = make([]atomic.Pointer[superblock], size/superblockSize+1)
+	return a, nil
+}
+
+// setBits sets (or clears) n bits from bit i of w.
+func setBits(w *[superblockWords]uint64, i, n int, set bool) {
+	for n > 0 {
+		k := min(64-i&63, n)
+		m := (^uint64(0) >> (64 - k)) << (i & 63)
+		if set {
+			w[i>>6] |= m
+		} else {
+			w[i>>6] &^= m
+		}
+		i, n = i+k, n-k
+	}
+}
+
+// allSet reports whether n bits from bit i are set; noneSet whether none is.
+func allSet(w *[superblockWords]uint64, i, n int) bool {
+	for n > 0 {
+		k := min(64-i&63, n)
+		m := (^uint64(0) >> (64 - k)) << (i & 63)
+		if w[i>>6]&m != m {
+			return false
+		}
+		i, n = i+k, n-k
+	}
+	return true
+}
+
+func noneSet(w *[superblockWords]uint64, i, n int) bool {
+	for n > 0 {
+		k := min(64-i&63, n)
+		m := (^uint64(0) >> (64 - k)) << (i & 63)
+		if w[i>>6]&m != 0 {
+			return false
+		}
+		i, n = i+k, n-k
+	}
+	return true
+}
+
+func bitSet(w *[superblockWords]uint64, i int) bool { return w[i>>6]&(1<<(i&63)) != 0 }
+
+// nextZero returns the first clear bit at or after i (superblockUnits if
+// none); nextOne the first set one.
+func nextZero(w *[superblockWords]uint64, i int) int {
+	for i < superblockUnits {
+		m := ^w[i>>6] & (^uint64(0) << (i & 63))
+		if m != 0 {
+			return i&^63 + bits.TrailingZeros64(m)
+		}
+		i = (i | 63) + 1
+	}
+	return superblockUnits
+}
+
+// prevOne returns the last set bit before i, or -1.
+func prevOne(w *[superblockWords]uint64, i int) int {
+	for i > 0 {
+		i--
+		m := w[i>>6] & (^uint64(0) >> (63 - i&63))
+		if m != 0 {
+			return i&^63 + 63 - bits.LeadingZeros64(m)
+		}
+		i &^= 63
+	}
+	return -1
+}
+
+func nextOne(w *[superblockWords]uint64, i int) int {
+	for i < superblockUnits {
+		m := w[i>>6] & (^uint64(0) << (i & 63))
+		if m != 0 {
+			return i&^63 + bits.TrailingZeros64(m)
+		}
+		i = (i | 63) + 1
+	}
+	return superblockUnits
+}
+
+// alloc takes u units, first fit; it returns the first unit, or -1 and
+// the largest free run (which is smaller than u).
+func (sb *superblock) alloc(u int) (int, int) {
+	if sb.free < u {
+		return -1, sb.free
+	}
+	largest := 0
+	for i := nextZero(&sb.used, sb.low); i < superblockUnits; {
+		end := nextOne(&sb.used, i)
+		if end-i >= u {
+			setBits(&sb.used, i, u, true)
+			setBits(&sb.start, i, 1, true)
+			sb.free -= u
+			if i == sb.low {
+				sb.low = nextZero(&sb.used, i+u)
+			}
+			return i, 0
+		}
+		largest = max(largest, end-i)
+		if end == superblockUnits {
+			break
+		}
+		i = nextZero(&sb.used, end)
+	}
+	return -1, largest
+}
+
+// release frees u units from unit i and returns the length of the free
+// run they are now part of.
+func (sb *superblock) release(i, u int) int {
+	setBits(&sb.used, i, u, false)
+	sb.free += u
+	if i < sb.low {
+		sb.low = i
+	}
+	return nextOne(&sb.used, i+u) - (prevOne(&sb.used, i) + 1)
+}
+
+// valid reports whether units [i, i+u) are exactly one live allocation.
+func (sb *superblock) valid(i, u int) bool {
+	if i+u > superblockUnits || !bitSet(&sb.start, i) || bitSet(&sb.pending, i) || !allSet(&sb.used, i, u) {
+		return false
+	}
+	if u > 1 && !noneSet(&sb.start, i+1, u-1) {
+		return false
+	}
+	end := i + u
+	return end == superblockUnits || !bitSet(&sb.used, end) || bitSet(&sb.start, end)
+}
+
+// largestRun returns the largest run of free units.
+func (sb *superblock) largestRun() int {
+	best := 0
+	for i := nextZero(&sb.used, 0); i < superblockUnits; {
+		end := nextOne(&sb.used, i)
+		best = max(best, end-i)
+		if end == superblockUnits {
+			break
+		}
+		i = nextZero(&sb.used, end)
+	}
+	return best
+}
+
+// superblockAt returns the superblock holding ptr, or nil.
+func (a *Arena) superblockAt(ptr uintptr) *superblock {
+	off := ptr - a.base
+	if off >= a.size {
+		return nil
+	}
+	w := off / superblockSize
+	if sb := a.windows[w].Load(); sb != nil && sb.base <= ptr {
+		return sb
+	}
+	if w > 0 {
+		if sb := a.windows[w-1].Load(); sb != nil && ptr-sb.base < superblockSize {
+			return sb
+		}
+	}
+	return nil
+}
+
+// allocLocal serves u units from l's superblocks. l.mu is held.
+func (l *arenaList) allocLocal(u int) uintptr {
+	n := len(l.sbs)
+	for k := 0; k < n; k++ {
+		j := l.cur + k
+		if j >= n {
+			j -= n
+		}
+		if int(l.runs[j]) < u {
+			continue
+		}
+		sb := l.sbs[j]
+		wasEmpty := sb.free == superblockUnits
+		i, largest := sb.alloc(u)
+		if i >= 0 {
+			if wasEmpty {
+				l.empty--
+			}
+			l.cur = j
+			l.free.Add(^(uintptr(u)<<unitShift - 1))
+			return sb.base + uintptr(i)<<unitShift
+		}
+		l.runs[j] = int32(largest)
+	}
+	return 0
+}
+
+// released notes that a free run of run units appeared in sb. l.mu is
+// held.
+func (l *arenaList) released(sb *superblock, run int) {
+	if int32(run) > l.runs[sb.idx] {
+		l.runs[sb.idx] = int32(run)
+	}
+}
+
+// drain takes back the memory freed on other streams, making l's stream
+// wait for them first unless ordered is false (the device is idle). l.mu
+// is held.
+func (a *Arena) drain(l *arenaList, ordered bool) error {
+	for k, r := range l.remote {
+		if ordered {
+			if err := a.eng.orderAfter(l.st, r.st, r.seq); err != nil {
+				l.remote = append(l.remote[:0], l.remote[k:]...)
+				return err
+			}
+		}
+		sb := a.superblockAt(r.ptr)
+		i := int(r.ptr-sb.base) >> unitShift
+		setBits(&sb.start, i, 1, false)
+		setBits(&sb.pending, i, 1, false)
+		l.released(sb, sb.release(i, r.units))
+		l.free.Add(uintptr(r.units) << unitShift)
+		if sb.free == superblockUnits {
+			l.empty++
+		}
+	}
+	clear(l.remote)
+	l.remote = l.remote[:0]
+	return nil
+}
+
+// adopt adds sb to l. l.mu is held.
+func (l *arenaList) adopt(sb *superblock) {
+	sb.idx = len(l.sbs)
+	sb.owner.Store(l)
+	l.sbs = append(l.sbs, sb)
+	l.runs = append(l.runs, superblockUnits)
+	l.cur = sb.idx
+	l.empty++
+	l.free.Add(superblockSize)
+}
+
+// disown removes the wholly free sb from l. l.mu is held.
+func (l *arenaList) disown(sb *superblock) {
+	last := l.sbs[len(l.sbs)-1]
+	l.sbs[sb.idx] = last
+	l.runs[sb.idx] = l.runs[len(l.runs)-1]
+	last.idx = sb.idx
+	l.sbs[len(l.sbs)-1] = nil
+	l.sbs = l.sbs[:len(l.sbs)-1]
+	l.runs = l.runs[:len(l.runs)-1]
+	if l.cur >= len(l.sbs) {
+		l.cur = 0
+	}
+	l.empty--
+	l.free.Add(^uintptr(superblockSize - 1))
+	sb.owner.Store(nil)
+}
+
+// Allocate returns bytes (rounded up to 256) usable in stream order on
+// stream. Errors: ErrBadAlignment; ErrOutOfMemory ("No room in arena") when
+// neither a superblock nor the global arena has room even after taking back
+// everything free; ErrClosed after Close.
+func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if !subRequestOK(bytes, alignment) {
+		return 0, rejectRequest(kindArena, bytes, alignment)
+	}
+	if a.closed.Load() {
+		return 0, errClosed(kindArena)
+	}
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if size > smallLimit {
+		return a.allocateLarge(stream, size)
+	}
+	u := int(size >> unitShift)
+	for {
+		sl, err := a.eng.lookup(stream)
+		if err != nil {
+			return 0, err
+		}
+		l := a.eng.list(sl, a.eng.shard())
+		l.mu.Lock()
+		p := l.allocLocal(u)
+		l.mu.Unlock()
+		if p != 0 {
+			return p, nil
+		}
+		p, err = a.allocateSlow(stream, l, u)
+		if err != errRetry {
+			return p, err
+		}
+	}
+}
+
+func (a *Arena) allocateSlow(s Stream, l *arenaList, u int) (uintptr, error) {
+	l.mu.Lock()
+	if len(l.remote) > 0 {
+		err := a.drain(l, true)
+		if err == nil {
+			if p := l.allocLocal(u); p != 0 {
+				l.mu.Unlock()
+				return p, nil
+			}
+		}
+		if err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+	}
+	l.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		sbp, err := a.global.allocate(s, superblockSize)
+		if err == nil {
+			sb := &superblock{base: sbp, free: superblockUnits}
+			a.windows[(sbp-a.base)/superblockSize].Store(sb)
+			l.mu.Lock()
+			if l.retired {
+				l.mu.Unlock()
+				a.windows[(sbp-a.base)/superblockSize].Store(nil)
+				if err := a.global.deallocate(s, sbp, superblockSize); err != nil {
+					return 0, err
+				}
+				return 0, errRetry
+			}
+			l.adopt(sb)
+			p := l.allocLocal(u)
+			l.mu.Unlock()
+			if p == 0 {
+				return 0, fmt.Errorf("%s: %w: internal error: a new superblock cannot hold %d units", kindArena, ErrBadAlloc, u)
+			}
+			return p, nil
+		}
+		if !errors.Is(err, ErrOutOfMemory) || attempt > 0 {
+			return 0, a.failure(s, uintptr(u)<<unitShift, err)
+		}
+		if err := a.reclaim(); err != nil {
+			return 0, err
+		}
+		// Memory freed on other streams into this arena came back: look
+		// here first.
+		l.mu.Lock()
+		p := l.allocLocal(u)
+		l.mu.Unlock()
+		if p != 0 {
+			return p, nil
+		}
+	}
+}
+
+func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
+	p, err := a.global.allocate(s, size)
+	if err == nil || !errors.Is(err, ErrOutOfMemory) {
+		return p, err
+	}
+	if err := a.reclaim(); err != nil {
+		return 0, err
+	}
+	p, err = a.global.allocate(s, size)
+	if err != nil {
+		return 0, a.failure(s, size, err)
+	}
+	return p, nil
+}
+
+// reclaim synchronizes the device, then takes back into every arena the
+// memory freed on other streams and returns every wholly free superblock
+// to the global arena.
+func (a *Arena) reclaim() error {
+	a.reclaimMu.Lock()
+	defer a.reclaimMu.Unlock()
+	// Synchronize with every arena locked, so that no free is queued
+	// between the synchronization and the draining below.
+	ls := a.eng.lockAll()
+	if err := a.rt.DeviceSynchronize(); err != nil {
+		unlockAll(ls)
+		return cudaError(kindArena+": synchronizing to take memory back", err)
+	}
+	var give []*superblock
+	for _, l := range ls {
+		_ = a.drain(l, false)
+		for i := 0; i < len(l.sbs); {
+			if sb := l.sbs[i]; sb.free == superblockUnits {
+				l.disown(sb)
+				a.windows[(sb.base-a.base)/superblockSize].Store(nil)
+				give = append(give, sb)
+				continue
+			}
+			i++
+		}
+	}
+	unlockAll(ls)
+	var errs []error
+	for _, sb := range give {
+		errs = append(errs, a.global.deallocate(DefaultStream, sb.base, superblockSize))
+	}
+	return errors.Join(errs...)
+}
+
+// failure reports an allocation the arena cannot serve, writing the dump
+// when asked to.
+func (a *Arena) failure(s Stream, size uintptr, cause error) error {
+	if !errors.Is(cause, ErrOutOfMemory) {
+		return cause
+	}
+	if a.dump {
+		a.writeDump(s, size)
+	}
+	return fmt.Errorf("%s: %w: failed to allocate %s on stream %#x: No room in arena.", kindArena, ErrOutOfMemory, formatBytes(size), uintptr(s))
+}
+
+// Deallocate returns memory in stream order on stream. bytes must be what
+// was passed to Allocate; memory the arena did not hand out, or already
+// deallocated, gives ErrInvalidPointer.
+func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindArena, bytes, alignment); err != nil {
+			return err
+		}
+	}
+	if a.closed.Load() {
+		return errClosed(kindArena)
+	}
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if size > smallLimit {
+		return a.global.deallocate(stream, ptr, size)
+	}
+	sl, err := a.eng.lookup(stream)
+	if err != nil {
+		return err
+	}
+	sb := a.superblockAt(ptr)
+	if sb == nil || ptr&(DefaultAlignment-1) != 0 {
+		return fmt.Errorf("%s: %w: %#x", kindArena, ErrInvalidPointer, ptr)
+	}
+	i, u := int(ptr-sb.base)>>unitShift, int(size>>unitShift)
+	for {
+		l := sb.owner.Load()
+		if l == nil {
+			return fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr)
+		}
+		if l.st == sl.st {
+			l.mu.Lock()
+			if sb.owner.Load() != l {
+				l.mu.Unlock()
+				continue
+			}
+			if !sb.valid(i, u) {
+				l.mu.Unlock()
+				return a.badFree(ptr, size)
+			}
+			setBits(&sb.start, i, 1, false)
+			l.released(sb, sb.release(i, u))
+			l.free.Add(size)
+			var give bool
+			if sb.free == superblockUnits {
+				if l.empty > 0 {
+					l.empty++
+					l.disown(sb)
+					a.windows[(sb.base-a.base)/superblockSize].Store(nil)
+					give = true
+				} else {
+					l.empty++
+				}
+			}
+			l.mu.Unlock()
+			if give {
+				return a.global.deallocate(stream, sb.base, superblockSize)
+			}
+			return nil
+		}
+		// Freed on another stream than the arena's: queue it there.
+		seq, err := a.eng.freeSeq(sl.st)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		if sb.owner.Load() != l {
+			l.mu.Unlock()
+			continue
+		}
+		if !sb.valid(i, u) {
+			l.mu.Unlock()
+			return a.badFree(ptr, size)
+		}
+		setBits(&sb.pending, i, 1, true)
+		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.st, seq: seq})
+		l.mu.Unlock()
+		return nil
+	}
+}
+
+func (a *Arena) badFree(ptr, size uintptr) error {
+	return fmt.Errorf("%s: %w: %#x is not a live allocation of %d bytes (deallocated already, or another size?)", kindArena, ErrInvalidPointer, ptr, size)
+}
+
+// AllocateSync allocates on the default stream and synchronizes it, so the
+// memory is ready for any use (RMM's arena does not synchronize).
+func (a *Arena) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	return allocateSync(a, a.rt, bytes, alignment)
+}
+
+// DeallocateSync deallocates on the default stream.
+func (a *Arena) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	return a.Deallocate(DefaultStream, ptr, bytes, alignment)
+}
+
+// Properties reports the upstream's properties.
+func (a *Arena) Properties() Properties { return a.upstream.Properties() }
+
+// Equal reports whether other is this very arena.
+func (a *Arena) Equal(other Resource) bool {
+	o, ok := other.(*Arena)
+	return ok && o == a
+}
+
+// Kind returns "arena".
+func (a *Arena) Kind() string { return kindArena }
+
+// Upstream returns the resource the global arena came from.
+func (a *Arena) Upstream() Resource { return a.upstream }
+
+// Device returns the device that was current when the arena was made.
+func (a *Arena) Device() int { return a.dev }
+
+// ArenaSize returns the size of the global arena.
+func (a *Arena) ArenaSize() uintptr { return a.size }
+
+// Close returns the global arena to the upstream (after synchronizing the
+// device) and releases the events. Later calls fail with ErrClosed; closing
+// again does nothing.
+func (a *Arena) Close() error {
+	a.closeMu.Lock()
+	defer a.closeMu.Unlock()
+	if a.closed.Swap(true) {
+		return nil
+	}
+	a.reclaimMu.Lock()
+	ls := a.eng.lockAll()
+	a.global.releaseChunks(true)
+	for _, l := range ls {
+		for _, sb := range l.sbs {
+			sb.owner.Store(nil)
+		}
+		l.sbs, l.runs, l.remote, l.empty, l.cur = nil, nil, nil, 0, 0
+		l.free.Store(0)
+	}
+	unlockAll(ls)
+	a.reclaimMu.Unlock()
+	var errs []error
+	if err := a.rt.DeviceSynchronize(); err != nil {
+		errs = append(errs, cudaError(kindArena+": synchronizing before returning memory upstream", err))
+	}
+	if err := a.upstream.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment); err != nil {
+		errs = append(errs, fmt.Errorf("%s: returning the global arena upstream: %w", kindArena, err))
+	}
+	errs = append(errs, a.eng.close(), a.global.eng.close())
+	return errors.Join(errs...)
+}
+
+// writeDump appends a description of the arena's state to ArenaDumpFile.
+func (a *Arena) writeDump(s Stream, size uintptr) {
+	a.dumpMu.Lock()
+	defer a.dumpMu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s] arena %p: allocation of %d bytes (%s) on stream %#x failed: no room in arena\n",
+		time.Now().Format("2006-01-02 15:04:05.000000"), a, size, formatBytes(size), uintptr(s))
+	fmt.Fprintf(&b, "global arena: %#x, %d bytes (%s)\n", a.base, a.size, formatBytes(a.size))
+	gs := a.global.stats()
+	fmt.Fprintf(&b, "global arena free: %d blocks, %d bytes (%s), largest %d bytes (%s)\n",
+		gs.freeBlocks, gs.freeBytes, formatBytes(gs.freeBytes), gs.largest, formatBytes(gs.largest))
+	ls := a.eng.lockAll()
+	var sbs, lent int
+	for _, l := range ls {
+		if len(l.sbs) == 0 && len(l.remote) == 0 {
+			continue
+		}
+		var free, largest int
+		for _, sb := range l.sbs {
+			free += sb.free
+			largest = max(largest, sb.largestRun())
+		}
+		sbs += len(l.sbs)
+		lent += len(l.sbs) * superblockSize
+		fmt.Fprintf(&b, "stream arena %d (stream %#x): %d superblocks, %d free bytes, largest free run %d bytes, %d frees from other streams pending\n",
+			l.id, uintptr(l.st.handle), len(l.sbs), free<<unitShift, largest<<unitShift, len(l.remote))
+	}
+	unlockAll(ls)
+	fmt.Fprintf(&b, "superblocks lent: %d (%d bytes)\n\n", sbs, lent)
+	f, err := os.OpenFile(ArenaDumpFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(b.String())
+	_ = f.Close()
+}

@@ -1,0 +1,231 @@
+package core
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestArenaOptions(t *testing.T) {
+	up := newCountingUpstream(t)
+	_, err := NewArena(up, ArenaOptions{ArenaSize: 1<<20 - 256})
+	requireIs(t, err, ErrInvalidArgument, "smaller than a superblock")
+	_, err = NewArena(nil, ArenaOptions{})
+	requireIs(t, err, ErrInvalidArgument)
+	assert.Zero(t, up.calls)
+
+	a, err := NewArena(up, ArenaOptions{ArenaSize: 3<<20 + 100})
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(3<<20), a.ArenaSize(), "aligned down to 256")
+	assert.Equal(t, []uintptr{3 << 20}, up.sizes, "the global arena is taken at once")
+	require.NoError(t, a.Close())
+
+	free, _, err := testRuntime(t).MemGetInfo()
+	require.NoError(t, err)
+	a, err = NewArena(up, ArenaOptions{ArenaSize: SizeDefault})
+	require.NoError(t, err)
+	want := AlignDown(uintptr(free/2), 256)
+	assert.InDelta(t, float64(want), float64(a.ArenaSize()), float64(want)/10, "half the free memory")
+	require.NoError(t, a.Close())
+	assert.Zero(t, up.liveCount())
+
+	up.setFail(true)
+	_, err = NewArena(up, ArenaOptions{ArenaSize: 4 << 20})
+	requireIs(t, err, ErrOutOfMemory)
+}
+
+// TestArenaSuperblocks: small allocations come from superblocks, which go
+// back to the global arena when wholly free (one kept per arena).
+func TestArenaSuperblocks(t *testing.T) {
+	up := newCountingUpstream(t)
+	a := oneShard(t, func() (*Arena, error) { return NewArena(up, ArenaOptions{ArenaSize: 64 << 20}) })
+	defer a.Close()
+	var live []uintptr
+	for i := 0; i < 100; i++ {
+		x, err := a.Allocate(DefaultStream, 100<<10, 256)
+		require.NoError(t, err)
+		live = append(live, x)
+	}
+	lent := ArenaLentBytes(a)
+	assert.Equal(t, uintptr(10<<20), lent, "ten 100 KiB allocations per 1 MiB superblock")
+	big, err := a.Allocate(DefaultStream, 3<<20, 256)
+	require.NoError(t, err, "more than a superblock: from the global arena")
+	assert.Equal(t, lent+3<<20, ArenaLentBytes(a))
+	require.NoError(t, a.Deallocate(DefaultStream, big, 3<<20, 256))
+	for _, x := range live {
+		require.NoError(t, a.Deallocate(DefaultStream, x, 100<<10, 256))
+	}
+	assert.Equal(t, uintptr(1<<20), ArenaLentBytes(a), "one wholly free superblock kept")
+	requireIs(t, a.Deallocate(DefaultStream, live[0], 100<<10, 256), ErrInvalidPointer)
+}
+
+// TestArenaExhaustion: an arena with no room fails with ErrOutOfMemory,
+// writes the dump when asked, and works again after frees.
+func TestArenaExhaustion(t *testing.T) {
+	dir := t.TempDir()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir(dir))
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+
+	up := newCountingUpstream(t)
+	a := oneShard(t, func() (*Arena, error) { return NewArena(up, ArenaOptions{ArenaSize: 4 << 20, DumpLogOnFailure: true}) })
+	defer a.Close()
+	x, err := a.Allocate(DefaultStream, 2<<20, 256)
+	require.NoError(t, err)
+	var small []uintptr
+	for {
+		y, err := a.Allocate(DefaultStream, 256<<10, 256)
+		if err != nil {
+			requireIs(t, err, ErrOutOfMemory)
+			assert.Contains(t, err.Error(), "No room in arena.")
+			break
+		}
+		small = append(small, y)
+		require.Less(t, len(small), 100)
+	}
+	assert.Len(t, small, 8, "2 MiB left: two superblocks of four")
+	dump, err := os.ReadFile(filepath.Join(dir, ArenaDumpFile))
+	require.NoError(t, err, "the dump was written")
+	assert.Contains(t, string(dump), "no room in arena")
+	assert.Contains(t, string(dump), "superblocks lent: 2")
+
+	require.NoError(t, a.Deallocate(DefaultStream, x, 2<<20, 256))
+	for _, y := range small {
+		require.NoError(t, a.Deallocate(DefaultStream, y, 256<<10, 256))
+	}
+	z, err := a.Allocate(DefaultStream, 3<<20, 256)
+	require.NoError(t, err, "usable again after frees")
+	require.NoError(t, a.Deallocate(DefaultStream, z, 3<<20, 256))
+}
+
+// TestArenaReclaim: memory freed on another stream than its arena's waits
+// in that arena; when the arena has no room left it is taken back (after
+// one device synchronization) and serves another stream.
+func TestArenaReclaim(t *testing.T) {
+	r0 := testRuntime(t)
+	rt := newOrderingRuntime(t)
+	up := newCountingUpstream(t)
+	a, err := newArena(rt, up, ArenaOptions{ArenaSize: 2 << 20})
+	require.NoError(t, err)
+	defer a.Close()
+	sa, sb, sc := newStream(t, r0), newStream(t, r0), newStream(t, r0)
+	const size = smallLimit
+	var live []uintptr
+	for {
+		x, err := a.Allocate(sa, size, 256)
+		if err != nil {
+			requireIs(t, err, ErrOutOfMemory)
+			break
+		}
+		live = append(live, x)
+	}
+	require.NotEmpty(t, live)
+	for _, x := range live {
+		require.NoError(t, a.Deallocate(sb, x, size, 256))
+	}
+	requireIs(t, a.Deallocate(sb, live[0], size, 256), ErrInvalidPointer, "a double free on another stream")
+	before := rt.counts()
+	z, err := a.Allocate(sc, 2<<20, 256)
+	require.NoError(t, err, "the queued frees came back")
+	assert.Equal(t, before[2]+1, rt.counts()[2], "one device synchronization")
+	require.NoError(t, a.Deallocate(sc, z, 2<<20, 256))
+}
+
+// TestArenaCrossStreamFree: a block freed on stream B into stream A's arena
+// is reused by A only after A waits for B (no host synchronization).
+func TestArenaCrossStreamFree(t *testing.T) {
+	sim := simDevice(t)
+	rt := newOrderingRuntime(t)
+	up := newCountingUpstream(t)
+	a := oneShard(t, func() (*Arena, error) { return newArena(rt, up, ArenaOptions{ArenaSize: 8 << 20}) })
+	defer a.Close()
+	sa, sb := newStream(t, sim), newStream(t, sim)
+	const size = smallLimit
+	var xs []uintptr // one full superblock
+	for i := 0; i < superblockSize/size; i++ {
+		x, err := a.Allocate(sa, size, 256)
+		require.NoError(t, err)
+		xs = append(xs, x)
+	}
+	x := xs[1]
+	require.NoError(t, sim.PauseStream(sb))
+	t.Cleanup(func() { _ = sim.ResumeStream(sb) })
+	require.NoError(t, sim.MemsetAsync(x, 0xAA, size, sb))
+	require.NoError(t, a.Deallocate(sb, x, size, 256))
+	before := rt.counts()
+	y, err := a.Allocate(sa, size, 256)
+	require.NoError(t, err)
+	require.Equal(t, x, y, "A's arena takes back the block freed on B")
+	after := rt.counts()
+	assert.Equal(t, before[0]+1, after[0], "one record on B")
+	assert.Equal(t, before[1]+1, after[1], "one wait on A")
+	assert.Equal(t, before[2:], after[2:], "no host synchronization")
+	require.NoError(t, sim.MemsetAsync(y, 0xCC, size, sa))
+	require.NoError(t, sim.ResumeStream(sb))
+	require.NoError(t, expect(sim, y, size, 0xCC, sa))
+	for _, x := range xs {
+		require.NoError(t, a.Deallocate(sa, x, size, 256))
+	}
+}
+
+// TestSuperblockBitmaps checks the superblock's first fit, frees and run
+// bookkeeping against a plain model.
+func TestSuperblockBitmaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sb := &superblock{free: superblockUnits}
+	var model [superblockUnits]bool
+	type alloc struct{ i, u int }
+	var live []alloc
+	runAt := func(i int) int { // the free run around unit i in the model
+		lo, hi := i, i
+		for lo > 0 && !model[lo-1] {
+			lo--
+		}
+		for hi < superblockUnits && !model[hi] {
+			hi++
+		}
+		return hi - lo
+	}
+	for step := 0; step < 20000; step++ {
+		if len(live) == 0 || rng.IntN(2) == 0 {
+			u := 1 + rng.IntN(200)
+			want := -1
+			for i := 0; i+u <= superblockUnits && want < 0; i++ {
+				ok := true
+				for k := i; k < i+u; k++ {
+					if model[k] {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					want = i
+				}
+			}
+			got, _ := sb.alloc(u)
+			require.Equal(t, want, got, "first fit of %d units", u)
+			if got >= 0 {
+				for k := got; k < got+u; k++ {
+					model[k] = true
+				}
+				live = append(live, alloc{got, u})
+				require.True(t, sb.valid(got, u))
+			}
+		} else {
+			k := rng.IntN(len(live))
+			a := live[k]
+			live[k] = live[len(live)-1]
+			live = live[:len(live)-1]
+			setBits(&sb.start, a.i, 1, false)
+			for j := a.i; j < a.i+a.u; j++ {
+				model[j] = false
+			}
+			require.Equal(t, runAt(a.i), sb.release(a.i, a.u))
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+const kindBinning = "binning"
+
+// Binning routes each allocation by size to a bin, like RMM's
+// binning_memory_resource: the bin of the smallest size at least as large
+// as the request (rounded up to 256 bytes) serves it, and requests larger
+// than every bin go to the upstream. A bin is any resource; the bins that
+// NewBinning and AddBin make are FixedSize resources over the upstream,
+// owned (closed) by the Binning.
+//
+// Deallocate routes by size the same way, so it must be given the size
+// passed to Allocate. A zero-byte request returns 0 without touching any
+// bin (core's rule for every resource; RMM 26.08 sends it to the smallest
+// bin instead). Alignments above 256 are refused. A Binning is safe for
+// concurrent use, AddBin included (RMM's add_bin is not).
+type Binning struct {
+	upstream Resource
+	rt       cudart.Runtime
+	dev      int
+
+	bins   atomic.Pointer[binTable] // never modified once published
+	mu     sync.Mutex               // serializes AddBin and Close
+	closed atomic.Bool
+}
+
+type bin struct {
+	size  uintptr
+	r     Resource
+	owned *FixedSize // the bin, when the Binning made it
+}
+
+// binTable is the bins sorted by size, with first[k] the index of the
+// first bin larger than 2^(k-1) bytes, so a lookup starts at most a step
+// or two from its bin.
+type binTable struct {
+	bins  []bin
+	first [65]uint8
+}
+
+func newBinTable(bins []bin) *binTable {
+	t := &binTable{bins: bins}
+	for k := range t.first {
+		lo := uintptr(0)
+		if k > 0 {
+			lo = uintptr(1) << (k - 1)
+		}
+		t.first[k] = uint8(sort.Search(len(bins), func(i int) bool { return bins[i].size > lo }))
+	}
+	return t
+}
+
+// find returns the bin for a request of bytes (not 0), or nil.
+func (t *binTable) find(bytes uintptr) *bin {
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	for i := int(t.first[bits.Len64(uint64(size-1))]); i < len(t.bins); i++ {
+		if t.bins[i].size >= size {
+			return &t.bins[i]
+		}
+	}
+	return nil
+}
+
+// maxBinExponent bounds the exponents NewBinning accepts: a bin of 2^57
+// bytes is already larger than any allocation.
+const maxBinExponent = 57
+
+// NewBinning returns a binning resource over upstream with fixed-size bins
+// of 2^minExp, 2^(minExp+1), ..., 2^maxExp bytes (sizes below 256 become
+// one bin of 256 bytes). minExp = maxExp = -1 makes no bins (add them with
+// AddBin). Each bin preallocates 128 blocks from the upstream, as RMM's do.
+func NewBinning(upstream Resource, minExp, maxExp int) (*Binning, error) {
+	r, err := rt()
+	if err != nil {
+		return nil, err
+	}
+	return newBinning(r, upstream, minExp, maxExp)
+}
+
+func newBinning(r cudart.Runtime, upstream Resource, minExp, maxExp int) (*Binning, error) {
+	if upstream == nil {
+		return nil, fmt.Errorf("%s: %w: nil upstream resource", kindBinning, ErrInvalidArgument)
+	}
+	if !(minExp == -1 && maxExp == -1) && (minExp < 0 || maxExp < minExp || maxExp > maxBinExponent) {
+		return nil, fmt.Errorf("%s: %w: bin exponents %d..%d (want 0 <= min <= max <= %d, or -1 and -1 for no bins)",
+			kindBinning, ErrInvalidArgument, minExp, maxExp, maxBinExponent)
+	}
+	dev, err := r.GetDevice()
+	if err != nil {
+		return nil, cudaError(kindBinning, err)
+	}
+	b := &Binning{upstream: upstream, rt: r, dev: dev}
+	b.bins.Store(newBinTable(nil))
+	if minExp >= 0 {
+		for e := minExp; e <= maxExp; e++ {
+			if err := b.AddBin(uintptr(1)<<e, nil); err != nil {
+				return nil, errors.Join(err, b.Close())
+			}
+		}
+	}
+	return b, nil
+}
+
+// AddBin adds a bin for allocations of up to size bytes (rounded up to 256)
+// served by r, or by a new FixedSize resource over the upstream (owned by
+// the Binning) when r is nil. As in RMM, an existing bin of that size is
+// kept and AddBin does nothing.
+//
+// AddBin is safe while other goroutines allocate, but Deallocate routes by
+// size, so a bin must not be added while allocations of the sizes it takes
+// over are live (they would be returned to the new bin): add bins before
+// allocating those sizes.
+func (b *Binning) AddBin(size uintptr, r Resource) error {
+	if size == 0 || size > maxAllocation {
+		return fmt.Errorf("%s: %w: bin size %d", kindBinning, ErrInvalidArgument, size)
+	}
+	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Load() {
+		return errClosed(kindBinning)
+	}
+	old := b.bins.Load().bins
+	i := sort.Search(len(old), func(i int) bool { return old[i].size >= size })
+	if i < len(old) && old[i].size == size {
+		return nil
+	}
+	nb := bin{size: size, r: r}
+	if r == nil {
+		f, err := newFixedSize(b.rt, b.upstream, FixedSizeOptions{BlockSize: size})
+		if err != nil {
+			return fmt.Errorf("%s: making a bin of %d bytes: %w", kindBinning, size, err)
+		}
+		nb.r, nb.owned = f, f
+	}
+	bins := make([]bin, 0, len(old)+1)
+	bins = append(append(append(bins, old[:i]...), nb), old[i:]...)
+	b.bins.Store(newBinTable(bins))
+	return nil
+}
+
+// target returns the resource that serves requests of bytes (not 0).
+func (b *Binning) target(bytes uintptr) Resource {
+	if bn := b.bins.Load().find(bytes); bn != nil {
+		return bn.r
+	}
+	return b.upstream
+}
+
+// Allocate allocates bytes from the bin for that size, or from the upstream
+// when no bin is large enough.
+func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if !subRequestOK(bytes, alignment) {
+		return 0, rejectRequest(kindBinning, bytes, alignment)
+	}
+	if b.closed.Load() {
+		return 0, errClosed(kindBinning)
+	}
+	return b.target(bytes).Allocate(stream, bytes, alignment)
+}
+
+// Deallocate returns memory to the bin (or upstream) that bytes selects.
+func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
+			return err
+		}
+	}
+	if b.closed.Load() {
+		return errClosed(kindBinning)
+	}
+	return b.target(bytes).Deallocate(stream, ptr, bytes, alignment)
+}
+
+// AllocateSync is the bin's (or the upstream's) AllocateSync.
+func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	if !subRequestOK(bytes, alignment) {
+		return 0, rejectRequest(kindBinning, bytes, alignment)
+	}
+	if b.closed.Load() {
+		return 0, errClosed(kindBinning)
+	}
+	return b.target(bytes).AllocateSync(bytes, alignment)
+}
+
+// DeallocateSync is the bin's (or the upstream's) DeallocateSync.
+func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
+			return err
+		}
+	}
+	if b.closed.Load() {
+		return errClosed(kindBinning)
+	}
+	return b.target(bytes).DeallocateSync(ptr, bytes, alignment)
+}
+
+// BinSizes returns the sizes of the bins, smallest first.
+func (b *Binning) BinSizes() []uintptr {
+	bins := b.bins.Load().bins
+	out := make([]uintptr, len(bins))
+	for i, bn := range bins {
+		out[i] = bn.size
+	}
+	return out
+}
+
+// Properties reports the upstream's properties.
+func (b *Binning) Properties() Properties { return b.upstream.Properties() }
+
+// Equal reports whether other is this very resource.
+func (b *Binning) Equal(other Resource) bool {
+	o, ok := other.(*Binning)
+	return ok && o == b
+}
+
+// Kind returns "binning".
+func (b *Binning) Kind() string { return kindBinning }
+
+// Upstream returns the resource that serves requests larger than every bin
+// and feeds the bins the Binning made.
+func (b *Binning) Upstream() Resource { return b.upstream }
+
+// Device returns the device that was current when the resource was made.
+func (b *Binning) Device() int { return b.dev }
+
+// Close closes the bins the Binning made (returning their memory to the
+// upstream); bins given to AddBin stay open. Later calls fail with
+// ErrClosed; closing again does nothing.
+func (b *Binning) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, bn := range b.bins.Load().bins {
+		if bn.owned != nil {
+			errs = append(errs, bn.owned.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

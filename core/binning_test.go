@@ -1,0 +1,130 @@
+package core
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func (b *Binning) binSizes() []uintptr {
+	bins := b.bins.Load().bins
+	out := make([]uintptr, len(bins))
+	for i, bn := range bins {
+		out[i] = bn.size
+	}
+	return out
+}
+
+func TestBinningBins(t *testing.T) {
+	up := newCountingUpstream(t)
+	for _, c := range []struct{ min, max int }{{-1, 0}, {0, -1}, {5, 4}, {-2, -2}, {3, 60}} {
+		_, err := NewBinning(up, c.min, c.max)
+		requireIs(t, err, ErrInvalidArgument, fmt.Sprint(c))
+	}
+	_, err := NewBinning(nil, -1, -1)
+	requireIs(t, err, ErrInvalidArgument)
+
+	b, err := NewBinning(up, 6, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []uintptr{256, 512, 1024}, b.binSizes(), "2^6..2^8 all round up to one 256-byte bin")
+	assert.Equal(t, []uintptr{128 * 256, 128 * 512, 128 * 1024}, up.sizes, "each bin preallocates 128 blocks")
+	require.NoError(t, b.Close())
+	assert.Zero(t, up.liveCount(), "Close closes the bins the Binning made")
+
+	b, err = NewBinning(up, -1, -1)
+	require.NoError(t, err)
+	assert.Empty(t, b.binSizes())
+	x, err := b.Allocate(DefaultStream, 100, 256)
+	require.NoError(t, err, "no bins: everything from the upstream")
+	assert.Equal(t, uintptr(100), up.live[x])
+	require.NoError(t, b.Deallocate(DefaultStream, x, 100, 256))
+	require.NoError(t, b.Close())
+}
+
+func TestBinningRouting(t *testing.T) {
+	up := newCountingUpstream(t)
+	small, mid := newCountingUpstream(t), newCountingUpstream(t)
+	b, err := NewBinning(up, -1, -1)
+	require.NoError(t, err)
+	require.NoError(t, b.AddBin(1000, small)) // 1024
+	require.NoError(t, b.AddBin(4096, mid))
+	require.NoError(t, b.AddBin(1024, newCountingUpstream(t)), "a bin of an existing size is ignored")
+	require.NoError(t, b.AddBin(2048, nil)) // an owned fixed-size bin
+	assert.Equal(t, []uintptr{1024, 2048, 4096}, b.binSizes())
+	requireIs(t, b.AddBin(0, nil), ErrInvalidArgument)
+
+	for _, c := range []struct {
+		bytes uintptr
+		want  *countingUpstream
+	}{{1, small}, {1024, small}, {1025, nil}, {2048, nil}, {2049, mid}, {4096, mid}, {4097, up}, {1 << 20, up}} {
+		calls := []int{small.calls, mid.calls, up.calls}
+		x, err := b.Allocate(DefaultStream, c.bytes, 256)
+		require.NoError(t, err)
+		if c.want != nil {
+			assert.Contains(t, c.want.live, x, "%d bytes", c.bytes)
+		} else {
+			assert.Equal(t, calls, []int{small.calls, mid.calls, up.calls}, "%d bytes go to the owned 2 KiB bin", c.bytes)
+		}
+		require.NoError(t, b.Deallocate(DefaultStream, x, c.bytes, 256))
+	}
+	assert.Zero(t, small.liveCount())
+	assert.Zero(t, mid.liveCount())
+	x, err := b.AllocateSync(3000, 256)
+	require.NoError(t, err)
+	assert.Contains(t, mid.live, x)
+	require.NoError(t, b.DeallocateSync(x, 3000, 256))
+	require.NoError(t, b.Close())
+	assert.Zero(t, up.liveCount(), "the owned bin returned its chunk")
+	requireIs(t, b.AddBin(8192, nil), ErrClosed)
+}
+
+// TestBinningAddBinConcurrent: AddBin is safe while other goroutines
+// allocate (RMM's is not), from sizes the new bins do not cover.
+func TestBinningAddBinConcurrent(t *testing.T) {
+	up := newCountingUpstream(t)
+	p, err := NewPool(up, PoolOptions{})
+	require.NoError(t, err)
+	defer p.Close()
+	b, err := NewBinning(p, 8, 10)
+	require.NoError(t, err)
+	defer b.Close()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := uintptr(1 + (i*977)%1024)
+				x, err := b.Allocate(DefaultStream, n, 256)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := b.Deallocate(DefaultStream, x, n, 256); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for e := 11; e <= 14; e++ {
+		require.NoError(t, b.AddBin(1<<e, nil))
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []uintptr{256, 512, 1024, 2048, 4096, 8192, 16384}, b.binSizes())
+}

@@ -1,0 +1,529 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+const kindFixedSize = "fixed_size"
+
+// Defaults of FixedSizeOptions, as RMM's fixed_size_memory_resource has
+// them.
+const (
+	defaultFixedBlockSize   uintptr = 1 << 20
+	defaultBlocksToPrealloc         = 128
+)
+
+// FixedSizeOptions configures a FixedSize resource.
+type FixedSizeOptions struct {
+	// BlockSize is the size of every block, rounded up to 256 bytes; 0 (or
+	// SizeDefault) means 1 MiB.
+	BlockSize uintptr
+	// BlocksToPreallocate is the number of blocks fetched from the upstream
+	// at once, when the resource is made and whenever it runs out; 0 means
+	// 128.
+	BlocksToPreallocate int
+}
+
+// FixedSize hands out blocks of one size, like RMM's
+// fixed_size_memory_resource: every request of at most BlockSize bytes gets
+// a whole block; larger requests fail with ErrOutOfMemory. Blocks come from
+// the upstream in chunks of BlockSize*BlocksToPreallocate bytes, one at
+// construction and another whenever all blocks are in use; chunks return to
+// the upstream only at Close.
+//
+// It is stream-ordered like Pool (the same per-stream, per-shard lists and
+// event scheme), its blocks are 256-byte aligned, and it refuses alignments
+// above 256. Free blocks are reused last-in first-out. A FixedSize is safe
+// for concurrent use.
+type FixedSize struct {
+	upstream  Resource
+	rt        cudart.Runtime
+	dev       int
+	blockSize uintptr
+	perChunk  int
+
+	eng     engine[blockList, *blockList]
+	index   fixedIndex
+	byID    atomic.Pointer[[]*fixedChunk] // chunks by id; never modified once published
+	chunks  []*fixedChunk                 // every chunk, for Close; guarded by chunkMu
+	shift   int                           // log2(blockSize) when a power of two, else -1
+	chunkMu sync.Mutex
+	growMu  sync.Mutex
+	gen     atomic.Uint64
+
+	closed  atomic.Bool
+	closeMu sync.Mutex
+}
+
+// fixedBlock is a free block, its free sequence number and its chunk.
+type fixedBlock struct {
+	addr  uintptr
+	seq   uint64
+	chunk int32
+}
+
+// blockList is one stream's free blocks in one shard.
+type blockList struct {
+	listBase
+	blocks []fixedBlock
+}
+
+// fixedIndex finds the chunk holding an address in a few loads. The
+// address space is cut in granules of 2^g bytes, g the largest power of two
+// not above the chunk size, so at most one chunk starts in a granule and a
+// chunk starting in granule k ends before granule k+3. Granules are grouped
+// in directories of fixedDirSize, made as chunks arrive.
+type fixedIndex struct {
+	g    uint
+	dirs atomic.Pointer[fixedDirs] // never modified once published
+}
+
+type fixedDirs struct {
+	keys []uintptr // granule >> fixedDirBits, sorted
+	dirs []*[fixedDirSize]atomic.Pointer[fixedChunk]
+}
+
+const (
+	fixedDirBits = 12
+	fixedDirSize = 1 << fixedDirBits
+)
+
+// startIn returns the chunk starting in granule gr, or nil.
+func (x *fixedIndex) startIn(gr uintptr) *fixedChunk {
+	d := x.dirs.Load()
+	if i := searchBases(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
+		return d.dirs[i][gr&(fixedDirSize-1)].Load()
+	}
+	return nil
+}
+
+// find returns the chunk holding ptr, or nil.
+func (x *fixedIndex) find(ptr uintptr) *fixedChunk {
+	gr := ptr >> x.g
+	for k := uintptr(0); k < 3 && k <= gr; k++ {
+		if c := x.startIn(gr - k); c != nil && c.base <= ptr {
+			if ptr-c.base < c.size {
+				return c
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// add registers c; the caller serializes adds.
+func (x *fixedIndex) add(c *fixedChunk) {
+	gr := c.base >> x.g
+	key := gr >> fixedDirBits
+	old := x.dirs.Load()
+	i := sort.Search(len(old.keys), func(i int) bool { return old.keys[i] >= key })
+	if i == len(old.keys) || old.keys[i] != key {
+		nd := &fixedDirs{
+			keys: append(append(append(make([]uintptr, 0, len(old.keys)+1), old.keys[:i]...), key), old.keys[i:]...),
+			dirs: append(append(append(make([]*[fixedDirSize]atomic.Pointer[fixedChunk], 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]atomic.Pointer[fixedChunk])), old.dirs[i:]...),
+		}
+		x.dirs.Store(nd)
+		old = nd
+	}
+	old.dirs[i][gr&(fixedDirSize-1)].Store(c)
+}
+
+// fixedChunk is one upstream allocation of perChunk blocks, with a bit per
+// block set while the block is allocated.
+type fixedChunk struct {
+	base, size uintptr
+	id         int32
+	used       []atomic.Uint64
+}
+
+// NewFixedSize returns a fixed-size resource over upstream. It fetches the
+// first chunk at once; its failure is returned.
+func NewFixedSize(upstream Resource, opts FixedSizeOptions) (*FixedSize, error) {
+	r, err := rt()
+	if err != nil {
+		return nil, err
+	}
+	return newFixedSize(r, upstream, opts)
+}
+
+func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*FixedSize, error) {
+	if upstream == nil {
+		return nil, fmt.Errorf("%s: %w: nil upstream resource", kindFixedSize, ErrInvalidArgument)
+	}
+	bs := opts.BlockSize
+	if bs == 0 || bs == SizeDefault {
+		bs = defaultFixedBlockSize
+	}
+	n := opts.BlocksToPreallocate
+	if n == 0 {
+		n = defaultBlocksToPrealloc
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%s: %w: %d blocks to preallocate", kindFixedSize, ErrInvalidArgument, n)
+	}
+	bs, ok := AlignUp(bs, DefaultAlignment)
+	if !ok || bs > maxAllocation || uintptr(n) > maxAllocation/bs {
+		return nil, fmt.Errorf("%s: %w: %d blocks of %d bytes do not fit in memory", kindFixedSize, ErrInvalidArgument, n, opts.BlockSize)
+	}
+	dev, err := r.GetDevice()
+	if err != nil {
+		return nil, cudaError(kindFixedSize, err)
+	}
+	f := &FixedSize{upstream: upstream, rt: r, dev: dev, blockSize: bs, perChunk: n}
+	f.eng.init(r, kindFixedSize, func(*streamState) *blockList { return new(blockList) })
+	f.index.g = uint(bits.Len64(uint64(bs*uintptr(n)))) - 1
+	f.index.dirs.Store(&fixedDirs{})
+	f.byID.Store(&[]*fixedChunk{})
+	f.shift = -1
+	if IsPow2(bs) {
+		f.shift = bits.TrailingZeros64(uint64(bs))
+	}
+	l := f.eng.list(f.eng.def, 0)
+	l.mu.Lock()
+	_, err = f.growLocked(DefaultStream, l, false)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// BlockSize returns the size of every block.
+func (f *FixedSize) BlockSize() uintptr { return f.blockSize }
+
+// growLocked fetches a chunk from the upstream on stream s and puts its
+// blocks into l (l.mu held), keeping one back for the caller when take is
+// set.
+func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, error) {
+	size := f.blockSize * uintptr(f.perChunk)
+	base, err := f.upstream.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
+	}
+	c := &fixedChunk{base: base, size: size, used: make([]atomic.Uint64, (f.perChunk+63)/64)}
+	f.chunkMu.Lock()
+	old := *f.byID.Load()
+	c.id = int32(len(old))
+	nb := append(append(make([]*fixedChunk, 0, len(old)+1), old...), c)
+	f.byID.Store(&nb)
+	f.chunks = append(f.chunks, c)
+	f.index.add(c)
+	f.chunkMu.Unlock()
+	seq := l.st.recorded.Load()
+	first := 0
+	if take {
+		first = 1
+		c.used[0].Or(1)
+	}
+	// Push in reverse so that blocks are handed out in address order.
+	for i := f.perChunk - 1; i >= first; i-- {
+		l.blocks = append(l.blocks, fixedBlock{base + uintptr(i)*f.blockSize, seq, c.id})
+	}
+	l.free.Add(uintptr(f.perChunk-first) * f.blockSize)
+	if take {
+		return base, nil
+	}
+	return 0, nil
+}
+
+// findChunk returns the chunk holding ptr, or nil.
+func (f *FixedSize) findChunk(ptr uintptr) *fixedChunk { return f.index.find(ptr) }
+
+// mark sets (or, with set false, clears) ptr's allocated bit and reports
+// whether it changed.
+func (f *FixedSize) mark(c *fixedChunk, ptr uintptr, set bool) bool {
+	i := f.blockIndex(ptr - c.base)
+	w, bit := &c.used[i/64], uint64(1)<<(i%64)
+	if set {
+		return w.Or(bit)&bit == 0
+	}
+	return w.And(^bit)&bit != 0
+}
+
+// blockIndex returns the index of the block at offset off of its chunk.
+func (f *FixedSize) blockIndex(off uintptr) uintptr {
+	if f.shift >= 0 {
+		return off >> f.shift
+	}
+	return off / f.blockSize
+}
+
+// publish marks a block taken from a list as allocated.
+func (f *FixedSize) publish(b fixedBlock) (uintptr, error) {
+	cs := *f.byID.Load()
+	if int(b.chunk) >= len(cs) {
+		return 0, errClosed(kindFixedSize)
+	}
+	f.mark(cs[b.chunk], b.addr, true)
+	return b.addr, nil
+}
+
+// pop takes a block from l, or returns false. l.mu is held.
+func (f *FixedSize) pop(l *blockList) (fixedBlock, bool) {
+	n := len(l.blocks)
+	if n == 0 {
+		return fixedBlock{}, false
+	}
+	b := l.blocks[n-1]
+	l.blocks = l.blocks[:n-1]
+	l.free.Add(^(f.blockSize - 1))
+	return b, true
+}
+
+// Allocate returns a block (of BlockSize bytes) for a request of at most
+// BlockSize bytes, usable in stream order on stream. Errors:
+// ErrBadAlignment; ErrOutOfMemory for larger requests ("Maximum allocation
+// size exceeded") or when the upstream has no room for another chunk;
+// ErrClosed after Close.
+func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if !subRequestOK(bytes, alignment) {
+		return 0, rejectRequest(kindFixedSize, bytes, alignment)
+	}
+	if bytes > f.blockSize {
+		return 0, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize)
+	}
+	if f.closed.Load() {
+		return 0, errClosed(kindFixedSize)
+	}
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if stream == DefaultStream {
+		// The fast path: the default stream's list in this shard.
+		if l := f.eng.def.shards[currentP()&f.eng.mask].Load(); l != nil {
+			l.mu.Lock()
+			b, ok := f.pop(l)
+			l.mu.Unlock()
+			if ok {
+				return f.publish(b)
+			}
+		}
+	}
+	for {
+		sl, err := f.eng.lookup(stream)
+		if err != nil {
+			return 0, err
+		}
+		l := f.eng.list(sl, f.eng.shard())
+		l.mu.Lock()
+		b, ok := f.pop(l)
+		l.mu.Unlock()
+		if ok {
+			return f.publish(b)
+		}
+		if p, err := f.allocateSlow(stream, sl, l); err != errRetry {
+			return p, err
+		}
+	}
+}
+
+func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *blockList) (uintptr, error) {
+	st := sl.st
+	for {
+		gen := f.gen.Load()
+		for i := range sl.shards {
+			l := sl.shards[i].Load()
+			if l == nil || l == own || l.free.Load() == 0 {
+				continue
+			}
+			l.mu.Lock()
+			b, ok := f.pop(l)
+			l.mu.Unlock()
+			if ok {
+				return f.publish(b)
+			}
+		}
+		for _, l := range f.eng.allLists() {
+			if l.st == st || l.free.Load() == 0 {
+				continue
+			}
+			l.mu.Lock()
+			b, ok := f.pop(l)
+			if ok {
+				l.st.inflight.Add(1)
+			}
+			l.mu.Unlock()
+			if !ok {
+				continue
+			}
+			err := f.eng.orderAfter(st, l.st, b.seq)
+			if err != nil {
+				f.push(l, b)
+			}
+			l.st.inflight.Add(-1) // after push: l stays in the engine till then
+			if err != nil {
+				return 0, err
+			}
+			return f.publish(b)
+		}
+		if f.eng.needSweep() {
+			ls := f.eng.lockAll()
+			f.eng.sweep(ls, own)
+			unlockAll(ls)
+		}
+		f.growMu.Lock()
+		if f.gen.Load() != gen || f.closed.Load() {
+			f.growMu.Unlock()
+			if f.closed.Load() {
+				return 0, errClosed(kindFixedSize)
+			}
+			continue
+		}
+		own.mu.Lock()
+		if own.retired {
+			own.mu.Unlock()
+			f.growMu.Unlock()
+			return 0, errRetry
+		}
+		ptr, err := f.growLocked(s, own, true)
+		own.mu.Unlock()
+		f.gen.Add(1)
+		f.growMu.Unlock()
+		return ptr, err
+	}
+}
+
+// push returns a block to l.
+func (f *FixedSize) push(l *blockList, b fixedBlock) {
+	l.mu.Lock()
+	l.blocks = append(l.blocks, b)
+	l.free.Add(f.blockSize)
+	l.mu.Unlock()
+}
+
+// Deallocate returns a block in stream order on stream. bytes must be what
+// was passed to Allocate. A pointer that is not a block of this resource, or
+// a block not allocated, gives ErrInvalidPointer.
+func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {
+			return err
+		}
+	}
+	if bytes > f.blockSize {
+		return fmt.Errorf("%s: %w: deallocating %d bytes at %#x, more than a block (%d bytes)", kindFixedSize, ErrInvalidArgument, bytes, ptr, f.blockSize)
+	}
+	if f.closed.Load() {
+		return errClosed(kindFixedSize)
+	}
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	sl, err := f.eng.lookup(stream)
+	if err != nil {
+		return err
+	}
+	c := f.findChunk(ptr)
+	if c == nil || f.blockIndex(ptr-c.base)*f.blockSize != ptr-c.base || !f.mark(c, ptr, false) {
+		return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
+	}
+	if sl == f.eng.def {
+		if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
+			l.mu.Lock()
+			l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.recorded.Load(), c.id})
+			l.free.Add(f.blockSize)
+			l.mu.Unlock()
+			return nil
+		}
+	}
+	seq, err := f.eng.freeSeq(sl.st)
+	if err != nil {
+		f.mark(c, ptr, true)
+		return err
+	}
+	for {
+		l := f.eng.list(sl, f.eng.shard())
+		l.mu.Lock()
+		if !l.retired {
+			l.blocks = append(l.blocks, fixedBlock{ptr, seq, c.id})
+			l.free.Add(f.blockSize)
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		if sl, err = f.eng.lookup(stream); err != nil {
+			f.mark(c, ptr, true)
+			return err
+		}
+		seq = sl.st.recorded.Load()
+	}
+}
+
+// AllocateSync allocates on the default stream and synchronizes it.
+func (f *FixedSize) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	return allocateSync(f, f.rt, bytes, alignment)
+}
+
+// DeallocateSync deallocates on the default stream.
+func (f *FixedSize) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	return f.Deallocate(DefaultStream, ptr, bytes, alignment)
+}
+
+// Properties reports the upstream's properties.
+func (f *FixedSize) Properties() Properties { return f.upstream.Properties() }
+
+// Equal reports whether other is this very resource.
+func (f *FixedSize) Equal(other Resource) bool {
+	o, ok := other.(*FixedSize)
+	return ok && o == f
+}
+
+// Kind returns "fixed_size".
+func (f *FixedSize) Kind() string { return kindFixedSize }
+
+// Upstream returns the resource the blocks come from.
+func (f *FixedSize) Upstream() Resource { return f.upstream }
+
+// Device returns the device that was current when the resource was made.
+func (f *FixedSize) Device() int { return f.dev }
+
+// Close returns every chunk to the upstream (after synchronizing the
+// device) and releases the events. Later calls fail with ErrClosed; closing
+// again does nothing.
+func (f *FixedSize) Close() error {
+	f.closeMu.Lock()
+	defer f.closeMu.Unlock()
+	if f.closed.Swap(true) {
+		return nil
+	}
+	f.growMu.Lock()
+	ls := f.eng.lockAll()
+	for _, l := range ls {
+		l.blocks = nil
+		l.free.Store(0)
+	}
+	f.chunkMu.Lock()
+	cs := f.chunks
+	f.chunks = nil
+	f.index.dirs.Store(&fixedDirs{})
+	f.byID.Store(&[]*fixedChunk{})
+	f.chunkMu.Unlock()
+	unlockAll(ls)
+	f.growMu.Unlock()
+	var errs []error
+	if len(cs) > 0 {
+		if err := f.rt.DeviceSynchronize(); err != nil {
+			errs = append(errs, cudaError(kindFixedSize+": synchronizing before returning memory upstream", err))
+		}
+	}
+	for _, c := range cs {
+		if err := f.upstream.Deallocate(DefaultStream, c.base, c.size, DefaultAlignment); err != nil {
+			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, c.size, c.base, err))
+		}
+	}
+	errs = append(errs, f.eng.close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,931 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+// The coalescing block heap behind the pool and the arena's global arena.
+//
+// Memory comes in chunks (one upstream allocation each). A chunk is tiled
+// by blocks, free or allocated, each described by a node; nodes link to
+// their neighbours in the chunk (boundary tags), so a free merges with free
+// neighbours in constant time, and never across chunks. Free blocks sit in
+// the free lists of the stream-ordered engine; each list is a two-level
+// segregated fit index (TLSF): 64 exact size classes for blocks up to
+// 16 KiB, then 32 classes per power of two, with a bitmap of the non-empty
+// classes, so finding the smallest class that holds a fitting block is a
+// few bit operations whatever the number of blocks. Allocated blocks are
+// found from their address through a per-chunk table of 256-byte slots.
+//
+// Nodes live in pages of a node store and are named by int32 ids, so the
+// heap holds no Go pointers per block and costs the garbage collector
+// nothing however many blocks it has.
+//
+// Concurrency: a free block's node changes only under its list's lock. A
+// node's physical-predecessor link (prev) may be rewritten by the lock
+// holder of the list that owns the node before it; owner and prev are
+// relaxed shared words (free_list_norace.go). Under its own lock a list merges a block with a neighbour only
+// when the neighbour's owner is that list, which nobody else can change,
+// so a stale read of a neighbour owned by another list is harmless.
+
+const (
+	unitShift    = 8 // blocks are multiples of 256 bytes
+	exactClasses = 64
+	slBits       = 5
+	numClasses   = exactClasses + (64-unitShift-6)<<slBits
+	classWords   = numClasses / 64
+)
+
+// classOf returns the size class of a block of u units (256 bytes each).
+func classOf(u uintptr) int {
+	if u < exactClasses {
+		return int(u)
+	}
+	fl := bits.Len64(uint64(u)) - 1
+	sl := int(u>>(fl-slBits)) & (1<<slBits - 1)
+	return exactClasses + (fl-6)<<slBits + sl
+}
+
+// classLow returns the smallest size, in units, of class c.
+func classLow(c int) uintptr {
+	if c < exactClasses {
+		return uintptr(c)
+	}
+	fl := (c-exactClasses)>>slBits + 6
+	sl := (c - exactClasses) & (1<<slBits - 1)
+	return uintptr(1<<slBits+sl) << (fl - slBits)
+}
+
+// node describes one block.
+type node struct {
+	addr  uintptr
+	size  uintptr
+	seq   uint64       // free sequence number on the owner list's stream
+	prev  relaxedInt32 // physical predecessor in the chunk; 0: none
+	owner relaxedInt32 // id of the list holding the free block; 0: allocated; -1: unused
+	next  int32        // physical successor in the chunk; 0: none
+	stamp uint32       // bumped whenever the block leaves its size class
+	chunk int32
+}
+
+const (
+	nodePageBits = 12
+	nodePageSize = 1 << nodePageBits
+)
+
+type nodePage [nodePageSize]node
+
+// nodePages is a snapshot of the node store's page table. Pages never
+// move, so an old snapshot stays valid for the nodes it covers.
+type nodePages []*nodePage
+
+func (p nodePages) at(id int32) *node { return &p[id>>nodePageBits][id&(nodePageSize-1)] }
+
+// nodeStore hands out node ids. Lists keep a few spare ids each and come
+// here in batches.
+type nodeStore struct {
+	pages atomic.Pointer[nodePages]
+	mu    sync.Mutex
+	next  int32
+	free  []int32
+}
+
+func (s *nodeStore) init() {
+	p := nodePages{new(nodePage)}
+	s.pages.Store(&p)
+	s.next = 1 // id 0 means none
+}
+
+func (s *nodeStore) load() nodePages { return *s.pages.Load() }
+
+// get appends n unused ids to dst.
+func (s *nodeStore) get(dst []int32, n int) []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ; n > 0 && len(s.free) > 0; n-- {
+		dst = append(dst, s.free[len(s.free)-1])
+		s.free = s.free[:len(s.free)-1]
+	}
+	for ; n > 0; n-- {
+		p := *s.pages.Load()
+		if int(s.next) >= len(p)*nodePageSize {
+			np := append(append(make(nodePages, 0, len(p)+1), p...), new(nodePage))
+			s.pages.Store(&np)
+		}
+		dst = append(dst, s.next)
+		s.next++
+	}
+	return dst
+}
+
+// put returns ids to the store.
+func (s *nodeStore) put(ids []int32) {
+	s.mu.Lock()
+	s.free = append(s.free, ids...)
+	s.mu.Unlock()
+}
+
+// heapList is one stream's free list in one shard. Each size class is a
+// stack of (node, stamp) entries; taking a block out of its class (to merge
+// it, or when the list is rebuilt) only bumps the node's stamp, which makes
+// its entry stale, so neither inserting nor removing touches any other
+// node. Stale entries are dropped when they reach the top of their stack,
+// or all at once when a stack holds more stale entries than live ones.
+type heapList struct {
+	listBase
+	top    uint32             // bit w: words[w] != 0
+	words  [classWords]uint64 // bit c: live[c] != 0
+	live   [numClasses]int32  // valid entries per class
+	stacks [numClasses][]classEntry
+	spare  []int32 // unused node ids
+}
+
+type classEntry struct {
+	id    int32
+	stamp uint32
+}
+
+// valid reports whether entry e of l still stands for node n. The owner is
+// read first: only when it is l is the node l's (and its stamp stable).
+func (l *heapList) valid(n *node, e classEntry) bool {
+	return n.owner.Load() == l.id && n.stamp == e.stamp
+}
+
+// insert files the free node id (owned by l) under its size class.
+func (l *heapList) insert(n *node, id int32) {
+	c := classOf(n.size >> unitShift)
+	l.stacks[c] = append(l.stacks[c], classEntry{id, n.stamp})
+	if l.live[c]++; l.live[c] == 1 {
+		w := c >> 6
+		l.words[w] |= 1 << (c & 63)
+		l.top |= 1 << w
+	}
+}
+
+// remove takes the free node n out of its size class (its entry goes
+// stale). n.size must be the size it was filed with.
+func (l *heapList) remove(pg nodePages, n *node) {
+	c := classOf(n.size >> unitShift)
+	n.stamp++
+	l.dropLive(pg, c)
+}
+
+// dropLive counts one valid entry of class c less.
+func (l *heapList) dropLive(pg nodePages, c int) {
+	if l.live[c]--; l.live[c] == 0 {
+		w := c >> 6
+		l.words[w] &^= 1 << (c & 63)
+		if l.words[w] == 0 {
+			l.top &^= 1 << w
+		}
+		clear(l.stacks[c])
+		l.stacks[c] = l.stacks[c][:0]
+		return
+	}
+	if s := l.stacks[c]; len(s) > 2*int(l.live[c])+64 {
+		k := 0
+		for _, e := range s {
+			if l.valid(pg.at(e.id), e) {
+				s[k] = e
+				k++
+			}
+		}
+		clear(s[k:])
+		l.stacks[c] = s[:k]
+	}
+}
+
+// take removes and returns a free block of at least u units: the smallest
+// for blocks up to 16 KiB, otherwise one from the smallest class all of
+// whose blocks fit (the best of the first few in the request's own class
+// first). It returns 0 when the list has none.
+func (l *heapList) take(pg nodePages, u uintptr) int32 {
+	c := classOf(u)
+	if c >= exactClasses && classLow(c) != u {
+		if l.live[c] > 0 {
+			s := l.stacks[c]
+			for !l.valid(pg.at(s[len(s)-1].id), s[len(s)-1]) {
+				s[len(s)-1] = classEntry{}
+				s = s[:len(s)-1] // live[c] > 0: a valid entry stops this
+			}
+			l.stacks[c] = s
+			// The best of the first few valid entries, looking at no more
+			// than 16 (stale ones below the top stay for compaction).
+			best, bestSize, seen := -1, ^uintptr(0), 0
+			for i := len(s) - 1; i >= 0 && seen < 4 && i >= len(s)-16; i-- {
+				n := pg.at(s[i].id)
+				if !l.valid(n, s[i]) {
+					continue
+				}
+				seen++
+				if sz := n.size >> unitShift; sz >= u && sz < bestSize {
+					best, bestSize = i, sz
+				}
+			}
+			if best >= 0 {
+				id := s[best].id
+				s[best] = s[len(s)-1]
+				l.stacks[c] = s[:len(s)-1]
+				pg.at(id).stamp++
+				l.dropLive(pg, c)
+				return id
+			}
+		}
+		if c++; c >= numClasses {
+			return 0
+		}
+	}
+	w := c >> 6
+	m := l.words[w] & (^uint64(0) << (c & 63))
+	if m == 0 {
+		t := l.top & (^uint32(0) << (w + 1))
+		if t == 0 {
+			return 0
+		}
+		w = bits.TrailingZeros32(t)
+		m = l.words[w]
+	}
+	c = w<<6 + bits.TrailingZeros64(m)
+	s := l.stacks[c]
+	for i := len(s) - 1; i >= 0; i-- {
+		e := s[i]
+		n := pg.at(e.id)
+		if !l.valid(n, e) {
+			continue
+		}
+		s[i] = classEntry{}
+		l.stacks[c] = s[:i]
+		n.stamp++
+		l.dropLive(pg, c)
+		return e.id
+	}
+	return 0 // not reached: live[c] > 0 means a valid entry
+}
+
+// each calls fn for every free block of the list.
+func (l *heapList) each(pg nodePages, fn func(id int32, n *node)) {
+	for w := 0; w < classWords; w++ {
+		for m := l.words[w]; m != 0; m &= m - 1 {
+			for _, e := range l.stacks[w<<6+bits.TrailingZeros64(m)] {
+				if n := pg.at(e.id); l.valid(n, e) {
+					fn(e.id, n)
+				}
+			}
+		}
+	}
+}
+
+// clear empties the list's index (the nodes are the caller's business).
+func (l *heapList) clear() {
+	l.top = 0
+	l.words = [classWords]uint64{}
+	l.live = [numClasses]int32{}
+	for i := range l.stacks {
+		l.stacks[i] = nil
+	}
+	l.free.Store(0)
+}
+
+const (
+	leafBits  = 12 // slots per leaf: a leaf covers 1 MiB
+	leafSlots = 1 << leafBits
+)
+
+type leaf [leafSlots]relaxedInt32
+
+// chunk is one upstream allocation.
+type chunk struct {
+	base, size uintptr
+	id         int32
+	first      int32 // the node at base; it stays the first for the chunk's life
+	leaves     []atomic.Pointer[leaf]
+}
+
+// slot returns the index slot of the block starting at ptr, making its leaf
+// when create is set; nil when there is none.
+func (c *chunk) slot(ptr uintptr, create bool) *relaxedInt32 {
+	off := ptr - c.base
+	lp := &c.leaves[off>>(unitShift+leafBits)]
+	lf := lp.Load()
+	if lf == nil {
+		if !create {
+			return nil
+		}
+		lf = new(leaf)
+		if !lp.CompareAndSwap(nil, lf) {
+			lf = lp.Load()
+		}
+	}
+	return &lf[(off>>unitShift)&(leafSlots-1)]
+}
+
+// chunkTable is the heap's chunks; never modified once published.
+type chunkTable struct {
+	bySize []*chunk  // the largest chunks, largest first: looked at first
+	sorted []*chunk  // by base address
+	bases  []uintptr // sorted[i].base, searched without touching the chunks
+	byID   []*chunk  // by id; nil for released chunks
+}
+
+func (t *chunkTable) find(ptr uintptr) *chunk {
+	// A pool grows by doubling, so the largest chunks hold most of its
+	// memory: looking at them first finds most pointers in a step or two.
+	for _, c := range t.bySize {
+		if ptr-c.base < c.size {
+			return c
+		}
+	}
+	if i := searchBases(t.bases, ptr); i >= 0 && ptr-t.sorted[i].base < t.sorted[i].size {
+		return t.sorted[i]
+	}
+	return nil
+}
+
+// index fills in bases and bySize from sorted.
+func (t *chunkTable) index() {
+	t.bases = basesOf(t.sorted, func(c *chunk) uintptr { return c.base })
+	t.bySize = append([]*chunk(nil), t.sorted...)
+	sort.SliceStable(t.bySize, func(i, j int) bool { return t.bySize[i].size > t.bySize[j].size })
+	if len(t.bySize) > 4 {
+		t.bySize = t.bySize[:4]
+	}
+}
+
+// searchBases returns the index of the last of the sorted bases that is at
+// most p, or -1.
+func searchBases(bases []uintptr, p uintptr) int {
+	lo, n := 0, len(bases)
+	if n == 0 {
+		return -1
+	}
+	for n > 1 {
+		half := n >> 1
+		if bases[lo+half] <= p {
+			lo += half
+		}
+		n -= half
+	}
+	if bases[lo] > p {
+		return -1
+	}
+	return lo
+}
+
+func basesOf[C any](cs []C, base func(C) uintptr) []uintptr {
+	b := make([]uintptr, len(cs))
+	for i, c := range cs {
+		b[i] = base(c)
+	}
+	return b
+}
+
+// growFunc gets a new chunk of at least size bytes from the upstream, for
+// an allocation on stream s. It returns the chunk's address and size.
+type growFunc func(s Stream, size uintptr) (uintptr, uintptr, error)
+
+// heap is a coalescing best-fit allocator over chunks, with stream-ordered
+// free lists.
+type heap struct {
+	kind  string
+	eng   engine[heapList, *heapList]
+	nodes nodeStore
+	grow  growFunc // nil: the heap never grows
+
+	chunks    atomic.Pointer[chunkTable]
+	chunkMu   sync.Mutex // serializes chunk table changes
+	nextChunk int32
+	size      atomic.Uintptr // bytes in chunks
+	gen       atomic.Uint64  // counts growths
+
+	growMu   sync.Mutex // one growth at a time
+	defragMu sync.Mutex // one defragmentation at a time
+}
+
+func (h *heap) init(kind string, r cudart.Runtime, grow growFunc) {
+	h.kind, h.grow = kind, grow
+	h.nodes.init()
+	h.eng.init(r, kind, func(*streamState) *heapList { return new(heapList) })
+	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
+	h.nextChunk = 1
+}
+
+// errRetry: the list the operation was about to use left the engine; look
+// the stream up again.
+var errRetry = errors.New("retry")
+
+// spareNode makes sure l has a spare node id. l.mu is held.
+func (h *heap) spareNode(l *heapList) {
+	if len(l.spare) == 0 {
+		l.spare = h.nodes.get(l.spare, 64)
+	}
+}
+
+// recycle gives node id back to l's spares. l.mu is held.
+func (h *heap) recycle(pg nodePages, l *heapList, id int32) {
+	pg.at(id).owner.Store(-1)
+	l.spare = append(l.spare, id)
+	if len(l.spare) > 1024 {
+		h.nodes.put(l.spare[512:])
+		l.spare = l.spare[:512]
+	}
+}
+
+// carve takes size bytes (a multiple of 256) from l, splitting the block it
+// finds; the rest stays in l. It returns the allocated node, or 0. l.mu is
+// held.
+func (h *heap) carve(l *heapList, size uintptr) int32 {
+	h.spareNode(l)
+	pg := h.nodes.load()
+	id := l.take(pg, size>>unitShift)
+	if id == 0 {
+		return 0
+	}
+	n := pg.at(id)
+	if rest := n.size - size; rest != 0 {
+		rid := l.spare[len(l.spare)-1]
+		l.spare = l.spare[:len(l.spare)-1]
+		r := pg.at(rid)
+		r.addr, r.size, r.seq, r.chunk, r.next = n.addr+size, rest, n.seq, n.chunk, n.next
+		r.prev.Store(id)
+		r.owner.Store(l.id)
+		if n.next != 0 {
+			pg.at(n.next).prev.Store(rid)
+		}
+		n.next, n.size = rid, size
+		l.insert(r, rid)
+	}
+	n.owner.Store(0)
+	l.free.Add(^(size - 1))
+	return id
+}
+
+// insertFree puts the allocated node id into l as a free block with
+// sequence number seq, merging it with free neighbours of l. l.mu is held.
+func (h *heap) insertFree(l *heapList, id int32, seq uint64) {
+	pg := h.nodes.load()
+	n := pg.at(id)
+	// The predecessor may be a node another list made a moment ago, in a
+	// node page newer than pg: read its id first, then the page table.
+	pid := n.prev.Load()
+	pg = h.nodes.load()
+	l.free.Add(n.size)
+	n.seq = seq
+	n.owner.Store(l.id)
+	if pid != 0 {
+		if p := pg.at(pid); p.owner.Load() == l.id {
+			l.remove(pg, p)
+			p.size += n.size
+			p.next = n.next
+			if p.seq < n.seq {
+				p.seq = n.seq
+			}
+			if n.next != 0 {
+				pg.at(n.next).prev.Store(pid)
+			}
+			h.recycle(pg, l, id)
+			id, n = pid, p
+		}
+	}
+	if nid := n.next; nid != 0 {
+		if m := pg.at(nid); m.owner.Load() == l.id {
+			l.remove(pg, m)
+			n.size += m.size
+			n.next = m.next
+			if n.seq < m.seq {
+				n.seq = m.seq
+			}
+			if m.next != 0 {
+				pg.at(m.next).prev.Store(id)
+			}
+			h.recycle(pg, l, nid)
+		}
+	}
+	l.insert(n, id)
+}
+
+// publish records the allocated node id in its chunk's index and returns
+// its address.
+func (h *heap) publish(id int32) (uintptr, error) {
+	n := h.nodes.load().at(id)
+	t := h.chunks.Load()
+	if int(n.chunk) >= len(t.byID) || t.byID[n.chunk] == nil {
+		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
+	}
+	t.byID[n.chunk].slot(n.addr, true).Store(id)
+	return n.addr, nil
+}
+
+// allocate returns size bytes (a multiple of 256, not 0) usable on stream s.
+func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
+	if s == DefaultStream {
+		// The fast path: the default stream's list in this shard (never
+		// retired), made already.
+		if l := h.eng.def.shards[currentP()&h.eng.mask].Load(); l != nil {
+			l.mu.Lock()
+			id := h.carve(l, size)
+			l.mu.Unlock()
+			if id != 0 {
+				return h.publish(id)
+			}
+		}
+	}
+	for {
+		sl, err := h.eng.lookup(s)
+		if err != nil {
+			return 0, err
+		}
+		l := h.eng.list(sl, h.eng.shard())
+		l.mu.Lock()
+		id := h.carve(l, size)
+		l.mu.Unlock()
+		if id != 0 {
+			return h.publish(id)
+		}
+		p, err := h.allocateSlow(s, sl, l, size)
+		if err != errRetry {
+			return p, err
+		}
+	}
+}
+
+func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, size uintptr) (uintptr, error) {
+	st := sl.st
+	for {
+		gen := h.gen.Load()
+		// Memory freed on this stream in other shards.
+		for i := range sl.shards {
+			l := sl.shards[i].Load()
+			if l == nil || l == own || l.free.Load() < size {
+				continue
+			}
+			l.mu.Lock()
+			id := h.carve(l, size)
+			l.mu.Unlock()
+			if id != 0 {
+				return h.publish(id)
+			}
+		}
+		// Memory freed on other streams, once this stream waits for it.
+		for _, l := range h.eng.allLists() {
+			if l.st == st || l.free.Load() < size {
+				continue
+			}
+			l.mu.Lock()
+			id := h.carve(l, size)
+			var seq uint64
+			if id != 0 {
+				seq = h.nodes.load().at(id).seq
+				l.st.inflight.Add(1)
+			}
+			l.mu.Unlock()
+			if id == 0 {
+				continue
+			}
+			err := h.eng.orderAfter(st, l.st, seq)
+			if err != nil {
+				h.giveBack(l, id, seq)
+			}
+			l.st.inflight.Add(-1) // after giveBack: l stays in the engine till then
+			if err != nil {
+				return 0, err
+			}
+			return h.publish(id)
+		}
+		// Enough memory is free, but in pieces, some of them in other
+		// lists: merge every list into this stream's and coalesce.
+		if h.worthDefrag(own, size) {
+			id, err := h.defrag(own, size)
+			if err != nil || id != 0 {
+				if id != 0 {
+					return h.publish(id)
+				}
+				return 0, err
+			}
+		}
+		if h.grow == nil {
+			return 0, errNoRoom
+		}
+		h.growMu.Lock()
+		if h.gen.Load() != gen {
+			h.growMu.Unlock()
+			continue // another allocation grew the heap meanwhile: look again
+		}
+		base, n, err := h.grow(s, size)
+		if err != nil {
+			h.growMu.Unlock()
+			return 0, err
+		}
+		own.mu.Lock()
+		if own.retired {
+			own.mu.Unlock()
+			h.addChunk(nil, base, n) // keep the memory; it lands in the default stream's list
+			h.growMu.Unlock()
+			return 0, errRetry
+		}
+		h.addChunk(own, base, n)
+		id := h.carve(own, size)
+		own.mu.Unlock()
+		h.gen.Add(1)
+		h.growMu.Unlock()
+		if id == 0 {
+			return 0, fmt.Errorf("%s: %w: internal error: a new chunk of %d bytes cannot hold %d", h.kind, ErrBadAlloc, n, size)
+		}
+		return h.publish(id)
+	}
+}
+
+// errNoRoom: the heap cannot serve a request and cannot grow.
+var errNoRoom = fmt.Errorf("%w: no room", ErrOutOfMemory)
+
+// giveBack returns a node carved from l but not handed out.
+func (h *heap) giveBack(l *heapList, id int32, seq uint64) {
+	l.mu.Lock()
+	h.insertFree(l, id, seq)
+	l.mu.Unlock()
+}
+
+// worthDefrag reports whether merging every list into own could serve
+// size bytes: the lists hold that much, and not all of it in own (which is
+// coalesced already).
+func (h *heap) worthDefrag(own *heapList, size uintptr) bool {
+	var total, others uintptr
+	for _, l := range h.eng.allLists() {
+		n := l.free.Load()
+		total += n
+		if l != own {
+			others += n
+		}
+	}
+	return total >= size && others > 0
+}
+
+// freeBytes sums the free bytes of every list (a hint while others work).
+func (h *heap) freeBytes() uintptr {
+	var n uintptr
+	for _, l := range h.eng.allLists() {
+		n += l.free.Load()
+	}
+	return n
+}
+
+// addChunk registers the chunk [base, base+size) and puts it whole into l
+// (the default stream's list in shard 0 when l is nil). l.mu is held when
+// l is not nil.
+func (h *heap) addChunk(l *heapList, base, size uintptr) {
+	h.chunkMu.Lock()
+	old := h.chunks.Load()
+	c := &chunk{base: base, size: size, id: h.nextChunk}
+	c.leaves = make([]atomic.Pointer[leaf], (size+(1<<(unitShift+leafBits))-1)>>(unitShift+leafBits))
+	h.nextChunk++
+	nt := &chunkTable{
+		sorted: append(append(make([]*chunk, 0, len(old.sorted)+1), old.sorted...), c),
+		byID:   append(append(make([]*chunk, 0, len(old.byID)+1), old.byID...), c),
+	}
+	sort.Slice(nt.sorted, func(i, j int) bool { return nt.sorted[i].base < nt.sorted[j].base })
+	nt.index()
+	h.chunks.Store(nt)
+	h.size.Add(size)
+	h.chunkMu.Unlock()
+
+	locked := l != nil
+	if l == nil {
+		l = h.eng.list(h.eng.def, 0)
+		l.mu.Lock()
+	}
+	h.spareNode(l)
+	id := l.spare[len(l.spare)-1]
+	l.spare = l.spare[:len(l.spare)-1]
+	pg := h.nodes.load()
+	n := pg.at(id)
+	n.addr, n.size, n.seq, n.chunk, n.next = base, size, l.st.recorded.Load(), c.id, 0
+	n.prev.Store(0)
+	n.owner.Store(l.id)
+	c.first = id
+	l.insert(n, id)
+	l.free.Add(size)
+	if !locked {
+		l.mu.Unlock()
+	}
+}
+
+// claim checks that ptr is the start of a live allocation of size bytes
+// and takes it out of the index, returning its node.
+func (h *heap) claim(ptr, size uintptr) (int32, error) {
+	c := h.chunks.Load().find(ptr)
+	if c == nil || ptr&(DefaultAlignment-1) != 0 {
+		return 0, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
+	}
+	sp := c.slot(ptr, false)
+	var id int32
+	if sp != nil {
+		id = sp.Load()
+	}
+	if id == 0 || !sp.CompareAndSwap(id, 0) {
+		return 0, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
+	}
+	if got := h.nodes.load().at(id).size; got != size {
+		sp.Store(id)
+		return 0, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+			h.kind, ErrInvalidArgument, ptr, size, got)
+	}
+	return id, nil
+}
+
+// deallocate returns size bytes at ptr, freed in stream order on s.
+func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
+	sl, err := h.eng.lookup(s)
+	if err != nil {
+		return err
+	}
+	id, err := h.claim(ptr, size)
+	if err != nil {
+		return err
+	}
+	if sl == h.eng.def {
+		// The fast path, as in allocate.
+		if l := sl.shards[currentP()&h.eng.mask].Load(); l != nil {
+			l.mu.Lock()
+			h.insertFree(l, id, sl.st.recorded.Load())
+			l.mu.Unlock()
+			return nil
+		}
+	}
+	seq, err := h.eng.freeSeq(sl.st)
+	if err != nil {
+		h.chunks.Load().find(ptr).slot(ptr, false).Store(id)
+		return err
+	}
+	for {
+		l := h.eng.list(sl, h.eng.shard())
+		l.mu.Lock()
+		if !l.retired {
+			h.insertFree(l, id, seq)
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		// The stream's lists were dropped meanwhile (they were empty):
+		// look it up again. The block keeps its sequence number on the
+		// old state, which no longer exists, so order it conservatively.
+		if sl, err = h.eng.lookup(s); err != nil {
+			h.chunks.Load().find(ptr).slot(ptr, false).Store(id)
+			return err
+		}
+		seq = sl.st.recorded.Load()
+	}
+}
+
+// defrag merges every list's free blocks into own, ordering own's stream
+// after every stream whose memory it takes, coalesces them and carves size
+// bytes. It returns 0 when that still does not fit.
+func (h *heap) defrag(own *heapList, size uintptr) (int32, error) {
+	h.defragMu.Lock()
+	defer h.defragMu.Unlock()
+	ls := h.eng.lockAll()
+	defer unlockAll(ls)
+	if own.retired {
+		return 0, errRetry
+	}
+	st := own.st
+	ordered := map[*streamState]bool{st: true}
+	for _, l := range ls {
+		if l.free.Load() == 0 || ordered[l.st] {
+			continue
+		}
+		if err := h.eng.orderAfter(st, l.st, l.st.recorded.Load()); err != nil {
+			return 0, err
+		}
+		ordered[l.st] = true
+	}
+	pg := h.nodes.load()
+	var ids []int32
+	var total uintptr
+	for _, l := range ls {
+		if l.free.Load() == 0 {
+			continue
+		}
+		l.each(pg, func(id int32, n *node) { ids = append(ids, id) })
+		total += l.free.Load()
+		l.clear()
+	}
+	seq := st.recorded.Load()
+	for _, id := range ids {
+		n := pg.at(id)
+		n.owner.Store(own.id)
+		n.seq = seq
+	}
+	for _, id := range ids {
+		n := pg.at(id)
+		if n.owner.Load() != own.id {
+			continue // merged into its predecessor already
+		}
+		for n.next != 0 {
+			m := pg.at(n.next)
+			if m.owner.Load() != own.id {
+				break
+			}
+			mid := n.next
+			n.size += m.size
+			n.next = m.next
+			if m.next != 0 {
+				pg.at(m.next).prev.Store(id)
+			}
+			h.recycle(pg, own, mid)
+		}
+	}
+	for _, id := range ids {
+		if n := pg.at(id); n.owner.Load() == own.id {
+			own.insert(n, id)
+		}
+	}
+	own.free.Store(total)
+	h.eng.sweep(ls, own)
+	return h.carve(own, size), nil
+}
+
+// releaseChunks takes out of the heap every chunk that is wholly free
+// (every chunk when all is set, live allocations or not) and returns them.
+func (h *heap) releaseChunks(all bool) []*chunk {
+	h.growMu.Lock()
+	defer h.growMu.Unlock()
+	ls := h.eng.lockAll()
+	defer unlockAll(ls)
+	byID := make(map[int32]*heapList, len(ls))
+	for _, l := range ls {
+		byID[l.id] = l
+	}
+	pg := h.nodes.load()
+	t := h.chunks.Load()
+	var out []*chunk
+	keep := make(map[*chunk]bool)
+	for _, c := range t.sorted {
+		n := pg.at(c.first)
+		o := n.owner.Load()
+		wholeFree := o > 0 && n.size == c.size
+		if !all && !wholeFree {
+			keep[c] = true
+			continue
+		}
+		if wholeFree {
+			if l := byID[o]; l != nil {
+				l.remove(pg, n)
+				l.free.Add(^(n.size - 1))
+				h.recycle(pg, l, c.first)
+			}
+		}
+		out = append(out, c)
+	}
+	if all {
+		for _, l := range ls {
+			l.clear()
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	h.chunkMu.Lock()
+	nt := &chunkTable{byID: append([]*chunk(nil), t.byID...)}
+	for _, c := range t.sorted {
+		if keep[c] {
+			nt.sorted = append(nt.sorted, c)
+		} else {
+			nt.byID[c.id] = nil
+			h.size.Add(^(c.size - 1))
+		}
+	}
+	nt.index()
+	h.chunks.Store(nt)
+	h.chunkMu.Unlock()
+	return out
+}
+
+// stats describes the heap's free memory, for dumps and tests.
+type heapStats struct {
+	chunks, freeBlocks int
+	freeBytes, largest uintptr
+}
+
+func (h *heap) stats() heapStats {
+	var s heapStats
+	ls := h.eng.lockAll()
+	defer unlockAll(ls)
+	pg := h.nodes.load()
+	s.chunks = len(h.chunks.Load().sorted)
+	for _, l := range ls {
+		l.each(pg, func(id int32, n *node) {
+			s.freeBlocks++
+			s.freeBytes += n.size
+			if n.size > s.largest {
+				s.largest = n.size
+			}
+		})
+	}
+	return s
+}

@@ -1,0 +1,20 @@
+//go:build race
+
+package core
+
+import "sync/atomic"
+
+// Under the race detector the relaxed words are atomic (see
+// free_list_norace.go).
+
+type relaxedInt32 struct{ v atomic.Int32 }
+
+func (r *relaxedInt32) Load() int32                    { return r.v.Load() }
+func (r *relaxedInt32) Store(v int32)                  { r.v.Store(v) }
+func (r *relaxedInt32) CompareAndSwap(o, n int32) bool { return r.v.CompareAndSwap(o, n) }
+
+type relaxedUintptr struct{ v atomic.Uintptr }
+
+func (r *relaxedUintptr) Load() uintptr   { return r.v.Load() }
+func (r *relaxedUintptr) Store(v uintptr) { r.v.Store(v) }
+func (r *relaxedUintptr) Add(d uintptr)   { r.v.Add(d) }

@@ -1,0 +1,320 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+const kindPool = "pool"
+
+// PoolOptions configures a Pool.
+type PoolOptions struct {
+	// InitialSize is taken from the upstream when the pool is made: 0 grows
+	// the pool on first use; SizeDefault takes half of the current device's
+	// free memory (aligned down to 256 bytes), as RMM's Python package does.
+	// Otherwise a multiple of 256.
+	InitialSize uintptr
+	// MaximumSize bounds the bytes the pool takes from the upstream: 0 or
+	// SizeDefault for no bound, otherwise a multiple of 256 no smaller than
+	// InitialSize.
+	MaximumSize uintptr
+}
+
+// Pool is a coalescing best-fit sub-allocator, like RMM's
+// pool_memory_resource: it takes large chunks from its upstream and serves
+// allocations from them in nanoseconds, in stream order.
+//
+// Sizes are rounded up to 256 bytes and every block is 256-byte aligned;
+// alignments above 256 are refused (wrap the pool in an Aligned adaptor for
+// more). A request the free memory cannot hold grows the pool as RMM does:
+// without a maximum by max(request, pool size), with a maximum by
+// max(request, half the room left), halving the attempt while the upstream
+// refuses. Freed blocks merge with free neighbours of the same upstream
+// chunk, never across chunks. Nothing returns to the upstream before
+// Release or Close.
+//
+// Memory freed on a stream is reused at once by that stream, and by other
+// streams once they wait for it (one event record and wait, never a host
+// synchronization): see docs/sub-allocators.md. Blocks freed on different
+// streams, or by goroutines running at the same time, sit in different
+// lists with their own locks; when no list holds a fitting block but all of
+// them together could, they are merged and coalesced before the pool
+// grows, so two streams cannot fragment it into running out of memory.
+//
+// A Pool is safe for concurrent use. Use it with the device current that was
+// current when it was made.
+type Pool struct {
+	upstream Resource
+	rt       cudart.Runtime
+	dev      int
+	maxSize  uintptr // 0: no maximum
+	h        heap
+
+	closed  atomic.Bool
+	closeMu sync.Mutex
+}
+
+// NewPool returns a pool over upstream.
+//
+// Errors: ErrInvalidArgument when upstream is nil, a size is not a multiple
+// of 256, or InitialSize exceeds MaximumSize; the upstream's error
+// (ErrOutOfMemory, ...) when the initial allocation fails.
+func NewPool(upstream Resource, opts PoolOptions) (*Pool, error) {
+	r, err := rt()
+	if err != nil {
+		return nil, err
+	}
+	return newPool(r, upstream, opts)
+}
+
+func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, error) {
+	if upstream == nil {
+		return nil, fmt.Errorf("%s: %w: nil upstream resource", kindPool, ErrInvalidArgument)
+	}
+	initial, maxSize := opts.InitialSize, opts.MaximumSize
+	if maxSize == SizeDefault {
+		maxSize = 0
+	}
+	if initial == SizeDefault {
+		free, _, err := r.MemGetInfo()
+		if err != nil {
+			return nil, cudaError(kindPool+": reading the free device memory", err)
+		}
+		initial = AlignDown(uintptr(free/2), DefaultAlignment)
+		if maxSize != 0 && initial > maxSize {
+			initial = maxSize
+		}
+	}
+	if !IsAligned(initial, DefaultAlignment) {
+		return nil, fmt.Errorf("%s: %w: the initial pool size (%d bytes) must be a multiple of 256 bytes", kindPool, ErrInvalidArgument, initial)
+	}
+	if !IsAligned(maxSize, DefaultAlignment) {
+		return nil, fmt.Errorf("%s: %w: the maximum pool size (%d bytes) must be a multiple of 256 bytes", kindPool, ErrInvalidArgument, maxSize)
+	}
+	if maxSize != 0 && initial > maxSize {
+		return nil, fmt.Errorf("%s: %w: the initial pool size (%d bytes) exceeds the maximum pool size (%d bytes)", kindPool, ErrInvalidArgument, initial, maxSize)
+	}
+	dev, err := r.GetDevice()
+	if err != nil {
+		return nil, cudaError(kindPool, err)
+	}
+	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
+	p.h.init(kindPool, r, p.grow)
+	if initial > 0 {
+		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
+		if err != nil {
+			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
+		}
+		p.h.addChunk(nil, ptr, initial)
+	}
+	return p, nil
+}
+
+// grow takes a new chunk for a request of size bytes on stream s from the
+// upstream, following RMM's growth policy.
+func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
+	cur := p.h.size.Load()
+	try := p.sizeToGrow(size, cur)
+	for try >= size {
+		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
+		if err == nil {
+			return ptr, try, nil
+		}
+		if try == size {
+			return 0, 0, fmt.Errorf("%s: %w: Maximum pool size exceeded (failed to allocate %s): %w", kindPool, ErrOutOfMemory, formatBytes(size), err)
+		}
+		try = max(size, AlignDown(try/2, DefaultAlignment))
+	}
+	maxText := formatBytes(p.maxSize)
+	if p.maxSize == 0 {
+		maxText = formatBytes(^uintptr(0))
+	}
+	return 0, 0, fmt.Errorf("%s: %w: Maximum pool size exceeded (failed to allocate %s): Not enough room to grow, current/max/try size = %s, %s, %s",
+		kindPool, ErrOutOfMemory, formatBytes(size), formatBytes(cur), maxText, formatBytes(size))
+}
+
+// sizeToGrow is RMM's growth policy; 0 means no room. Sizes stay multiples
+// of 256 bytes.
+func (p *Pool) sizeToGrow(size, cur uintptr) uintptr {
+	if p.maxSize != 0 {
+		if cur >= p.maxSize {
+			return 0
+		}
+		rem := p.maxSize - cur // both multiples of 256
+		if size > rem {
+			return 0
+		}
+		return max(size, AlignDown(rem/2, DefaultAlignment))
+	}
+	if cur > size {
+		return cur
+	}
+	return size
+}
+
+// formatBytes writes a byte count as RMM's error messages do, e.g.
+// "1.500000 MiB".
+func formatBytes(v uintptr) string {
+	units := [...]string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	f, i := float64(v), 0
+	for f > 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return fmt.Sprintf("%f %s", f, units[i])
+}
+
+// subRequestOK is the fast check of a sub-allocator's Allocate: bytes not 0
+// and not absurd, alignment a power of two no larger than 256.
+func subRequestOK(bytes, alignment uintptr) bool {
+	return bytes-1 < maxAllocation && alignment-1 < DefaultAlignment && alignment&(alignment-1) == 0
+}
+
+// Allocate returns bytes (rounded up to 256) of memory usable in stream
+// order on stream. Errors: ErrBadAlignment for an alignment that is not a
+// power of two or exceeds 256; ErrOutOfMemory when the pool cannot grow
+// enough; ErrClosed after Close; ErrInvalidArgument for a stream that is
+// not alive.
+func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if !subRequestOK(bytes, alignment) {
+		return 0, rejectRequest(kindPool, bytes, alignment)
+	}
+	if p.closed.Load() {
+		return 0, errClosed(kindPool)
+	}
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return p.h.allocate(stream, size)
+}
+
+// Deallocate returns memory to the pool, in stream order on stream: work
+// enqueued on stream before the call may still use it, later work on
+// stream may reuse it at once, other streams after waiting for stream.
+// bytes must be what was passed to Allocate. A pointer the pool did not
+// hand out, or one already deallocated, gives ErrInvalidPointer; a size
+// that does not match the allocation's gives ErrInvalidArgument.
+func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindPool, bytes, alignment); err != nil {
+			return err
+		}
+	}
+	if p.closed.Load() {
+		return errClosed(kindPool)
+	}
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return p.h.deallocate(stream, ptr, size)
+}
+
+// AllocateSync allocates on the default stream and synchronizes it, so the
+// memory is ready for any use, as RMM's pool does.
+func (p *Pool) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	return allocateSync(p, p.rt, bytes, alignment)
+}
+
+// DeallocateSync deallocates on the default stream: the caller vouches that
+// no work uses the memory any more.
+func (p *Pool) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	return p.Deallocate(DefaultStream, ptr, bytes, alignment)
+}
+
+// allocateSync is AllocateSync for the stream-ordered sub-allocators.
+func allocateSync(r Resource, rt cudart.Runtime, bytes, alignment uintptr) (uintptr, error) {
+	ptr, err := r.Allocate(DefaultStream, bytes, alignment)
+	if err != nil || ptr == 0 {
+		return ptr, err
+	}
+	if err := rt.StreamSynchronize(DefaultStream); err != nil {
+		_ = r.Deallocate(DefaultStream, ptr, bytes, alignment)
+		return 0, cudaError(r.Kind()+": synchronizing the default stream", err)
+	}
+	return ptr, nil
+}
+
+// Properties reports the upstream's properties.
+func (p *Pool) Properties() Properties { return p.upstream.Properties() }
+
+// Equal reports whether other is this very pool.
+func (p *Pool) Equal(other Resource) bool {
+	o, ok := other.(*Pool)
+	return ok && o == p
+}
+
+// Kind returns "pool".
+func (p *Pool) Kind() string { return kindPool }
+
+// Upstream returns the resource the pool takes its chunks from.
+func (p *Pool) Upstream() Resource { return p.upstream }
+
+// Device returns the device that was current when the pool was made.
+func (p *Pool) Device() int { return p.dev }
+
+// PoolSize returns the bytes the pool holds from its upstream.
+func (p *Pool) PoolSize() uintptr { return p.h.size.Load() }
+
+// UsedBytes returns the bytes handed out and not yet deallocated (rounded
+// to 256 each). While other goroutines allocate it is a snapshot.
+func (p *Pool) UsedBytes() uintptr {
+	size, free := p.h.size.Load(), p.h.freeBytes()
+	if free > size {
+		return 0
+	}
+	return size - free
+}
+
+// Release returns to the upstream every chunk that is wholly free. It
+// synchronizes the device first (memory freed in stream order may still be
+// in use by queued work).
+func (p *Pool) Release() error {
+	if p.closed.Load() {
+		return errClosed(kindPool)
+	}
+	return p.giveBack(p.h.releaseChunks(false))
+}
+
+// giveBack synchronizes the device and returns chunks to the upstream.
+func (p *Pool) giveBack(cs []*chunk) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	var errs []error
+	if err := p.rt.DeviceSynchronize(); err != nil {
+		errs = append(errs, cudaError(kindPool+": synchronizing before returning memory upstream", err))
+	}
+	for _, c := range cs {
+		if err := p.upstream.Deallocate(DefaultStream, c.base, c.size, DefaultAlignment); err != nil {
+			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.size, c.base, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close returns every chunk to the upstream (allocations still live
+// included) and releases the pool's events. Later calls fail with
+// ErrClosed; closing again does nothing.
+func (p *Pool) Close() error {
+	p.closeMu.Lock()
+	defer p.closeMu.Unlock()
+	if p.closed.Swap(true) {
+		return nil
+	}
+	err := p.giveBack(p.h.releaseChunks(true))
+	return errors.Join(err, p.h.eng.close())
+}
+
+func errClosed(kind string) error { return fmt.Errorf("%s: %w", kind, ErrClosed) }

@@ -1,0 +1,363 @@
+package core
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// oneShard builds a resource with a single shard, so that a test's frees
+// and allocations all meet in one list whichever P runs the goroutine.
+func oneShard[R any](t testing.TB, mk func() (R, error)) R {
+	t.Helper()
+	prev := runtime.GOMAXPROCS(1)
+	r, err := mk()
+	runtime.GOMAXPROCS(prev)
+	require.NoError(t, err)
+	return r
+}
+
+func TestPoolOptions(t *testing.T) {
+	up := newCountingUpstream(t)
+	for _, c := range []struct {
+		name string
+		opts PoolOptions
+	}{
+		{"initial not a multiple of 256", PoolOptions{InitialSize: 1000}},
+		{"maximum not a multiple of 256", PoolOptions{MaximumSize: 1 << 20, InitialSize: 256 + 1}},
+		{"maximum not a multiple of 256 alone", PoolOptions{MaximumSize: 1000}},
+		{"initial above maximum", PoolOptions{InitialSize: 2 << 20, MaximumSize: 1 << 20}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewPool(up, c.opts)
+			requireIs(t, err, ErrInvalidArgument)
+		})
+	}
+	_, err := NewPool(nil, PoolOptions{})
+	requireIs(t, err, ErrInvalidArgument)
+	assert.Zero(t, up.calls, "invalid options must not touch the upstream")
+
+	t.Run("defaults", func(t *testing.T) {
+		r := testRuntime(t)
+		free, _, err := r.MemGetInfo()
+		require.NoError(t, err)
+		p, err := NewPool(up, PoolOptions{InitialSize: SizeDefault, MaximumSize: SizeDefault})
+		require.NoError(t, err)
+		defer p.Close()
+		want := AlignDown(uintptr(free/2), 256)
+		// Other memory may come and go meanwhile on a real GPU.
+		assert.InDelta(t, float64(want), float64(p.PoolSize()), float64(want)/10, "half the free memory")
+		assert.Zero(t, p.PoolSize()%256)
+		assert.Zero(t, p.maxSize, "SizeDefault: no maximum")
+	})
+	t.Run("lazy", func(t *testing.T) {
+		calls := up.calls
+		p, err := NewPool(up, PoolOptions{})
+		require.NoError(t, err)
+		defer p.Close()
+		assert.Zero(t, p.PoolSize())
+		assert.Equal(t, calls, up.calls, "InitialSize 0 grows on first use")
+	})
+	t.Run("initial failure", func(t *testing.T) {
+		up := newCountingUpstream(t)
+		up.setFail(true)
+		_, err := NewPool(up, PoolOptions{InitialSize: 1 << 20})
+		requireIs(t, err, ErrOutOfMemory)
+	})
+}
+
+// TestPoolGrowth follows RMM's growth policy: without a maximum the pool
+// grows by max(request, pool size); with one by max(request, half the room
+// left); halving while the upstream refuses.
+func TestPoolGrowth(t *testing.T) {
+	t.Run("doubling", func(t *testing.T) {
+		up := newCountingUpstream(t)
+		p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{}) })
+		defer p.Close()
+		sizes := []uintptr{1000, 5000, 100, 10000}
+		for _, s := range sizes {
+			_, err := p.Allocate(DefaultStream, s, 256)
+			require.NoError(t, err)
+		}
+		// 1024; then 5120 (> pool 1024); then 100 fits nowhere: max(256,
+		// 6144) = 6144; then 10240 > 12288 free? the 6144 chunk has 5888
+		// left, so max(10240, 12288) = 12288.
+		assert.Equal(t, []uintptr{1024, 5120, 6144, 12288}, up.sizes)
+		assert.Equal(t, uintptr(24576), p.PoolSize())
+		assert.Equal(t, uintptr(1024+5120+256+10240), p.UsedBytes())
+	})
+	t.Run("maximum", func(t *testing.T) {
+		up := newCountingUpstream(t)
+		p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{MaximumSize: 1 << 20}) })
+		defer p.Close()
+		a, err := p.Allocate(DefaultStream, 1000, 256)
+		require.NoError(t, err)
+		assert.Equal(t, []uintptr{512 << 10}, up.sizes, "half the room left")
+		_, err = p.Allocate(DefaultStream, 600<<10, 256)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.Contains(t, err.Error(), "Maximum pool size exceeded (failed to allocate 600.000000 KiB): Not enough room to grow, current/max/try size = 512.000000 KiB, 1024.000000 KiB, 600.000000 KiB",
+			"RMM's wording and number format (units change above 1024, not at it)")
+		b, err := p.Allocate(DefaultStream, 511<<10, 256)
+		require.NoError(t, err, "fits in the first chunk")
+		c, err := p.Allocate(DefaultStream, 300<<10, 256)
+		require.NoError(t, err, "fits in the rest of the maximum")
+		assert.Equal(t, []uintptr{512 << 10, 300 << 10}, up.sizes, "max(request, half of the 512 KiB left)")
+		for _, x := range []struct{ p, n uintptr }{{a, 1000}, {b, 511 << 10}, {c, 300 << 10}} {
+			require.NoError(t, p.Deallocate(DefaultStream, x.p, x.n, 256))
+		}
+	})
+	t.Run("upstream refuses", func(t *testing.T) {
+		up := newCountingUpstream(t)
+		up.limit = 2560 << 10 // 2.5 MiB
+		p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{InitialSize: 1 << 20}) })
+		defer p.Close()
+		_, err := p.Allocate(DefaultStream, 1<<20, 256)
+		require.NoError(t, err)
+		_, err = p.Allocate(DefaultStream, 256<<10, 256)
+		require.NoError(t, err)
+		assert.Equal(t, []uintptr{1 << 20, 1 << 20}, up.sizes)
+		_, err = p.Allocate(DefaultStream, 1<<20, 256)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.Contains(t, err.Error(), "Maximum pool size exceeded (failed to allocate 1024.000000 KiB): ")
+		assert.Contains(t, err.Error(), "counting upstream", "the upstream's reason is kept")
+		_, err = p.Allocate(DefaultStream, 768<<10, 256)
+		require.NoError(t, err, "the rest of the second chunk")
+		// 400 KiB: 2 MiB and 1 MiB are refused, 512 KiB fits the limit.
+		_, err = p.Allocate(DefaultStream, 400<<10, 256)
+		require.NoError(t, err)
+		assert.Equal(t, []uintptr{1 << 20, 1 << 20, 512 << 10}, up.sizes)
+	})
+}
+
+func TestPoolBestFitAndCoalescing(t *testing.T) {
+	up := newCountingUpstream(t)
+	const kib = 1 << 10
+	p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{InitialSize: 64 * kib, MaximumSize: 64 * kib}) })
+	defer p.Close()
+	alloc := func(n uintptr) uintptr {
+		t.Helper()
+		x, err := p.Allocate(DefaultStream, n, 256)
+		require.NoError(t, err)
+		return x
+	}
+	free := func(x, n uintptr) {
+		t.Helper()
+		require.NoError(t, p.Deallocate(DefaultStream, x, n, 256))
+	}
+	// Holes of 8, 2 and 4 KiB between live blocks.
+	h8 := alloc(8 * kib)
+	s1 := alloc(1 * kib)
+	h2 := alloc(2 * kib)
+	s2 := alloc(1 * kib)
+	h4 := alloc(4 * kib)
+	s3 := alloc(1 * kib)
+	rest := alloc(47 * kib)
+	assert.Equal(t, p.PoolSize(), p.UsedBytes())
+	free(h8, 8*kib)
+	free(h2, 2*kib)
+	free(h4, 4*kib)
+	assert.Equal(t, h2, alloc(2*kib), "best fit: the 2 KiB hole")
+	assert.Equal(t, h4, alloc(3*kib), "best fit: the 4 KiB hole, not the 8 KiB one")
+	assert.Equal(t, h4+3*kib, alloc(1*kib), "the rest of the split 4 KiB hole")
+	assert.Equal(t, h8, alloc(8*kib))
+	// Free everything: neighbours coalesce back into the whole chunk.
+	for _, b := range []struct{ p, n uintptr }{{h8, 8 * kib}, {s1, kib}, {h2, 2 * kib}, {s2, kib}, {h4, 3 * kib}, {h4 + 3*kib, kib}, {s3, kib}, {rest, 47 * kib}} {
+		free(b.p, b.n)
+	}
+	assert.Zero(t, p.UsedBytes())
+	assert.Equal(t, h8, alloc(64*kib), "every block merged back into one")
+}
+
+// TestPoolNoCoalescingAcrossChunks: two upstream chunks adjacent in memory
+// never merge (each returns to the upstream on its own).
+func TestPoolNoCoalescingAcrossChunks(t *testing.T) {
+	up := newCountingUpstream(t)
+	up.contiguous(t, 8<<20)
+	p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{}) })
+	defer p.Close()
+	a, err := p.Allocate(DefaultStream, 1<<20, 256)
+	require.NoError(t, err)
+	b, err := p.Allocate(DefaultStream, 1<<20, 256)
+	require.NoError(t, err)
+	require.Equal(t, a+1<<20, b, "the upstream handed out adjacent chunks")
+	require.NoError(t, p.Deallocate(DefaultStream, a, 1<<20, 256))
+	require.NoError(t, p.Deallocate(DefaultStream, b, 1<<20, 256))
+	c, err := p.Allocate(DefaultStream, 2<<20, 256)
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(4<<20), p.PoolSize(), "a 2 MiB block needs a new chunk")
+	assert.Equal(t, []uintptr{1 << 20, 1 << 20, 2 << 20}, up.sizes)
+	require.NoError(t, p.Deallocate(DefaultStream, c, 2<<20, 256))
+}
+
+func TestPoolSizeMismatch(t *testing.T) {
+	up := newCountingUpstream(t)
+	p, err := NewPool(up, PoolOptions{InitialSize: 1 << 20})
+	require.NoError(t, err)
+	defer p.Close()
+	x, err := p.Allocate(DefaultStream, 1000, 256)
+	require.NoError(t, err)
+	requireIs(t, p.Deallocate(DefaultStream, x, 5000, 256), ErrInvalidArgument)
+	require.NoError(t, p.Deallocate(DefaultStream, x, 1000, 256), "the block is still live after a refused free")
+}
+
+func TestPoolReleaseAndClose(t *testing.T) {
+	up := newCountingUpstream(t)
+	p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{InitialSize: 1 << 20}) })
+	var live []uintptr
+	for i := 0; i < 5; i++ {
+		x, err := p.Allocate(DefaultStream, 1<<20, 256)
+		require.NoError(t, err)
+		live = append(live, x)
+	}
+	chunks := up.liveCount()
+	require.Greater(t, chunks, 2)
+	// Free all but the last: the chunks wholly free go back.
+	for _, x := range live[:4] {
+		require.NoError(t, p.Deallocate(DefaultStream, x, 1<<20, 256))
+	}
+	before := p.PoolSize()
+	require.NoError(t, p.Release())
+	assert.Less(t, p.PoolSize(), before)
+	assert.Equal(t, p.PoolSize(), up.liveBytes(), "PoolSize is what the upstream holds")
+	assert.Equal(t, uintptr(1<<20), p.UsedBytes())
+	// Still usable.
+	y, err := p.Allocate(DefaultStream, 3<<20, 256)
+	require.NoError(t, err)
+	require.NoError(t, p.Deallocate(DefaultStream, y, 3<<20, 256))
+	// Close with a live allocation: everything goes back anyway.
+	require.NoError(t, p.Close())
+	assert.Zero(t, up.liveCount())
+	requireIs(t, p.Release(), ErrClosed)
+	assert.Zero(t, p.PoolSize())
+}
+
+// TestPoolExhaustion: a pool at its maximum size fails with a clear
+// ErrOutOfMemory and works again after frees.
+func TestPoolExhaustion(t *testing.T) {
+	up := newCountingUpstream(t)
+	const max = 4 << 20
+	p, err := NewPool(up, PoolOptions{MaximumSize: max})
+	require.NoError(t, err)
+	defer p.Close()
+	var live []uintptr
+	for {
+		x, err := p.Allocate(DefaultStream, 64<<10, 256)
+		if err != nil {
+			requireIs(t, err, ErrOutOfMemory)
+			assert.Contains(t, err.Error(), "Maximum pool size exceeded")
+			break
+		}
+		live = append(live, x)
+		require.Less(t, len(live), 1000)
+	}
+	assert.Equal(t, max/(64<<10), len(live), "every byte up to the maximum was usable")
+	assert.Equal(t, uintptr(max), p.PoolSize())
+	require.NoError(t, p.Deallocate(DefaultStream, live[3], 64<<10, 256))
+	x, err := p.Allocate(DefaultStream, 64<<10, 256)
+	require.NoError(t, err)
+	assert.Equal(t, live[3], x)
+	live[3] = x
+	for _, x := range live {
+		require.NoError(t, p.Deallocate(DefaultStream, x, 64<<10, 256))
+	}
+	assert.Zero(t, p.UsedBytes())
+	y, err := p.Allocate(DefaultStream, max/2, 256)
+	require.NoError(t, err, "after all frees the largest chunk is one block again")
+	require.NoError(t, p.Deallocate(DefaultStream, y, max/2, 256))
+}
+
+// TestPoolTwoStreamFragmentation: blocks from one pool handed out
+// alternately to two streams and freed on them do not fragment the pool:
+// one allocation of the whole pool succeeds afterwards, without growing.
+func TestPoolTwoStreamFragmentation(t *testing.T) {
+	r0 := testRuntime(t)
+	for _, bounded := range []bool{true, false} {
+		rt := newOrderingRuntime(t)
+		up := newCountingUpstream(t)
+		const size = 32 << 20
+		opts := PoolOptions{InitialSize: size}
+		if bounded {
+			opts.MaximumSize = size
+		}
+		p, err := newPool(rt, up, opts)
+		require.NoError(t, err)
+		a, b := newStream(t, r0), newStream(t, r0)
+		type blk struct {
+			p uintptr
+			s Stream
+		}
+		var blocks []blk
+		for i := 0; i < size/(1<<20); i++ {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			x, err := p.Allocate(s, 1<<20, 256)
+			require.NoError(t, err)
+			blocks = append(blocks, blk{x, s})
+		}
+		for _, x := range blocks {
+			require.NoError(t, p.Deallocate(x.s, x.p, 1<<20, 256))
+		}
+		before := rt.counts()
+		big, err := p.Allocate(a, size, 256)
+		require.NoError(t, err, "memory freed on two streams must serve one large request")
+		assert.Equal(t, uintptr(size), p.PoolSize(), "without growing")
+		after := rt.counts()
+		assert.Greater(t, after[1], before[1], "a now waits for b")
+		assert.Equal(t, before[2:], after[2:], "without host synchronization")
+		require.NoError(t, p.Deallocate(a, big, size, 256))
+		require.NoError(t, p.Close())
+		assert.Zero(t, up.liveCount())
+	}
+}
+
+// TestPoolComplexity checks that an allocation and a free cost about the
+// same with a thousand and with a hundred thousand live allocations: no
+// linear scans (those would make the second a hundred times slower). The
+// bound is loose (20x) because a larger heap misses the caches more, and
+// more so on a busy machine; BenchmarkLiveAllocations gives the figures.
+func TestPoolComplexity(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("timing test: not under -race or -short")
+	}
+	perOp := func(live int) time.Duration {
+		up := newCountingUpstream(t)
+		p, err := NewPool(up, PoolOptions{InitialSize: uintptr(live) * 3 << 10})
+		require.NoError(t, err)
+		defer p.Close()
+		rng := rand.New(rand.NewPCG(1, 1))
+		type a struct{ p, n uintptr }
+		ls := make([]a, live)
+		for i := range ls {
+			n := uintptr(rng.IntN(4096)) + 1
+			x, err := p.Allocate(DefaultStream, n, 256)
+			require.NoError(t, err)
+			ls[i] = a{x, n}
+		}
+		best := time.Duration(1 << 62)
+		for rep := 0; rep < 5; rep++ {
+			const ops = 100_000
+			t0 := time.Now()
+			for i := 0; i < ops; i++ {
+				k := rng.IntN(live)
+				_ = p.Deallocate(DefaultStream, ls[k].p, ls[k].n, 256)
+				n := uintptr(rng.IntN(4096)) + 1
+				x, err := p.Allocate(DefaultStream, n, 256)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls[k] = a{x, n}
+			}
+			best = min(best, time.Since(t0)/(2*ops))
+		}
+		return best
+	}
+	small, large := perOp(1_000), perOp(100_000)
+	t.Logf("per operation: %v with 1e3 live, %v with 1e5 live", small, large)
+	assert.Less(t, large, 20*small)
+}
