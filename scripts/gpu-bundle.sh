@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=gpu-bundle
 rm -rf "$B"
-mkdir -p "$B"/{lib,bin,c,include,cudart/check,python,cpp,bench,testdata}
+mkdir -p "$B"/{lib,bin,c,include,cudart/check,python,bench,testdata}
 
 make lib
 cp build/librmmgo.so "$B/lib/"
@@ -40,8 +40,13 @@ cp -r python/. "$B/python/"
 rm -rf "$B/python/build" "$B"/python/*.egg-info
 find "$B/python" -name __pycache__ -prune -exec rm -rf {} +
 
-# C++ tests (compiled there with nvcc for the CCCL-on build).
-cp -r tests/cpp/. "$B/cpp/" 2>/dev/null || true
+# C++ tests, compiled there with g++ and with nvcc (CCCL on); run_gpu.sh
+# expects the repository's layout, so the bundle keeps a small copy of it.
+mkdir -p "$B/cpp/tests" "$B/cpp/build" "$B/cpp/bench"
+cp -r include "$B/cpp/"
+cp -r tests/cpp "$B/cpp/tests/"
+cp bench/random_allocations.c "$B/cpp/bench/"
+cp build/librmmgo.so "$B/cpp/build/"
 
 # C benchmark.
 if [ -f bench/random_allocations.c ]; then

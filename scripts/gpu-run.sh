@@ -56,12 +56,16 @@ sec_c() {
   [ -f "$HERE/c/check-exports.sh" ] && { bash "$HERE/c/check-exports.sh" "$HERE/include/rmmgo.h" "$HERE/lib/librmmgo.so" || rc=1; }
   return $rc
 }
-sec_cpp() { cd "$HERE/cpp" && RMMGO_ROOT="$HERE" bash ./run_gpu.sh; }
+sec_cpp() { bash "$HERE/cpp/tests/cpp/run_gpu.sh"; }
 sec_python() { cd "$HERE/python" && PYTHONPATH="$HERE/python" $PY -m pytest -q -rs tests; }
 sec_replay() {
   local f=$(ls "$HERE"/testdata/*.csv 2>/dev/null | head -1)
-  [ -n "$f" ] || { "$HERE/bin/rmmgo-replay" -generate 20000 -o "$REPORT/replay-log.csv" && f="$REPORT/replay-log.csv"; }
+  if [ -z "$f" ]; then
+    f="$REPORT/replay-log.csv"
+    "$HERE/bin/rmmgo-replay" -generate 20000 -threads 4 -seed 1 -f "$f" -r pool -initial 0 -plot "$REPORT/replay-pool-generated.png" || return 1
+  fi
   for r in pool arena binning cuda_async; do
+    echo "### replay -r $r"
     "$HERE/bin/rmmgo-replay" -f "$f" -r "$r" -plot "$REPORT/replay-$r.png" || return 1
   done
 }

@@ -39,7 +39,7 @@ from rmmgo.statistics import enable_statistics, get_statistics
 
 enable_statistics()
 cupy.cuda.set_allocator(rmm_cupy_allocator)
-a = cupy.arange(1_000_000, dtype=cupy.float32)
+a = cupy.arange(1_000_000, dtype=cupy.float64)
 b = cupy.ones_like(a)
 total = float((a + b).sum())
 assert total == sum(range(1_000_000)) + 1_000_000, total

@@ -28,6 +28,21 @@ __all__ = ["RMMNumbaManager"]
 
 
 def _use_nvidia_binding():
+    # Ask the CUDA driver layer Numba actually uses. numba-cuda keeps its own
+    # switch (driver.USE_NV_BINDING) and newer releases support only NVIDIA's
+    # cuda-python binding; numba.core.config's CUDA_USE_NVIDIA_BINDING can
+    # still read False there, which would hand Numba a ctypes pointer it
+    # cannot use (seen with numba-cuda 0.68 on the GPU machine).
+    try:
+        from numba.cuda.cudadrv import driver
+    except ImportError:  # pragma: no cover
+        driver = None
+    if driver is not None:
+        flag = getattr(driver, "USE_NV_BINDING", None)
+        if flag is not None:
+            return bool(flag)
+        if getattr(driver, "binding", None) is not None:
+            return True
     try:
         from numba.core import config
     except ImportError:  # pragma: no cover
