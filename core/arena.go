@@ -62,8 +62,11 @@ type ArenaOptions struct {
 // Memory freed on the stream of the arena that owns its superblock is
 // reused at once. Memory freed on another stream waits in the owning
 // arena's queue until that arena needs room; it then makes its stream wait
-// for the freeing stream (an event record and wait, as in Pool) and takes
-// the memory back. When an allocation finds no room, the Arena synchronizes
+// for the freeing stream and takes the memory back, once a record of the
+// freeing stream's event covers it (made lazily on the default stream, or
+// during the freeing stream's next call, as in Pool: the freeing stream's
+// handle is never used after its own calls). When an allocation finds no
+// room, the Arena synchronizes
 // the device, takes back every queued free and every wholly free
 // superblock, and tries again; if that fails too it writes ArenaDumpFile
 // (with DumpLogOnFailure) and returns ErrOutOfMemory.
@@ -158,7 +161,10 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
 	a.global.init(kindArena, r, nil)
 	a.global.addChunk(nil, base, size)
-	a.eng.init(r, kindArena, func(*streamState) *arenaList { return new(arenaList) })
+	// The arena's lists hold no blocks to settle: memory freed on another
+	// stream than its arena's waits in remote with its seq, and a record of
+	// the freeing stream covers it where it lies.
+	a.eng.init(r, kindArena, func(*streamState) *arenaList { return new(arenaList) }, nil)
 	a.windows = make([]atomic.Pointer[superblock], size/superblockSize+1)
 	return a, nil
 }
@@ -358,16 +364,26 @@ func (l *arenaList) released(sb *superblock, run int) {
 	}
 }
 
-// drain takes back the memory freed on other streams, making l's stream
-// wait for them first unless ordered is false (the device is idle). l.mu
-// is held.
-func (a *Arena) drain(l *arenaList, ordered bool) error {
-	for k, r := range l.remote {
-		if ordered {
-			if err := a.eng.orderAfter(l.st, r.st, r.seq); err != nil {
-				l.remote = append(l.remote[:0], l.remote[k:]...)
-				return err
+// drain takes back the memory freed on other streams. With ordered set it
+// takes only what can be ordered before l's stream without touching the
+// freeing stream's handle, making s (l's stream, the caller's) wait for it;
+// the rest stays queued and its streams are asked to settle. Without it
+// (the device is idle) it takes everything. l.mu is held.
+func (a *Arena) drain(l *arenaList, s Stream, ordered bool) error {
+	kept := l.remote[:0]
+	var err error
+	for _, r := range l.remote {
+		if ordered && err == nil {
+			if !r.st.ordered(r.seq) {
+				a.eng.want(r.st) // its next call records its event
+				kept = append(kept, r)
+				continue
 			}
+			err = a.eng.orderAfter(s, l.st, r.st, r.seq)
+		}
+		if err != nil {
+			kept = append(kept, r)
+			continue
 		}
 		sb := a.superblockAt(r.ptr)
 		i := int(r.ptr-sb.base) >> unitShift
@@ -379,9 +395,9 @@ func (a *Arena) drain(l *arenaList, ordered bool) error {
 			l.empty++
 		}
 	}
-	clear(l.remote)
-	l.remote = l.remote[:0]
-	return nil
+	clear(l.remote[len(kept):])
+	l.remote = kept
+	return err
 }
 
 // adopt adds sb to l. l.mu is held.
@@ -437,6 +453,7 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		if err != nil {
 			return 0, err
 		}
+		a.eng.maybeSettle(sl, stream)
 		l := a.eng.list(sl, a.eng.shard())
 		l.mu.Lock()
 		p := l.allocLocal(u)
@@ -454,7 +471,7 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 func (a *Arena) allocateSlow(s Stream, l *arenaList, u int) (uintptr, error) {
 	l.mu.Lock()
 	if len(l.remote) > 0 {
-		err := a.drain(l, true)
+		err := a.drain(l, s, true)
 		if err == nil {
 			if p := l.allocLocal(u); p != 0 {
 				l.mu.Unlock()
@@ -528,7 +545,9 @@ func (a *Arena) reclaim() error {
 	a.reclaimMu.Lock()
 	defer a.reclaimMu.Unlock()
 	// Synchronize with every arena locked, so that no free is queued
-	// between the synchronization and the draining below.
+	// between the synchronization and the draining below; the global
+	// arena's lists settle what was freed on them before it.
+	marks := a.global.eng.syncMarks()
 	ls := a.eng.lockAll()
 	if err := a.rt.DeviceSynchronize(); err != nil {
 		unlockAll(ls)
@@ -536,7 +555,7 @@ func (a *Arena) reclaim() error {
 	}
 	var give []*superblock
 	for _, l := range ls {
-		_ = a.drain(l, false)
+		_ = a.drain(l, 0, false)
 		for i := 0; i < len(l.sbs); {
 			if sb := l.sbs[i]; sb.free == superblockUnits {
 				l.disown(sb)
@@ -548,6 +567,7 @@ func (a *Arena) reclaim() error {
 		}
 	}
 	unlockAll(ls)
+	a.global.eng.applySync(marks)
 	var errs []error
 	for _, sb := range give {
 		errs = append(errs, a.global.deallocate(DefaultStream, sb.base, superblockSize))
@@ -629,16 +649,13 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 				}
 			}
 			l.mu.Unlock()
+			a.eng.maybeSettle(sl, stream)
 			if give {
 				return a.global.deallocate(stream, sb.base, superblockSize)
 			}
 			return nil
 		}
 		// Freed on another stream than the arena's: queue it there.
-		seq, err := a.eng.freeSeq(sl.st)
-		if err != nil {
-			return err
-		}
 		l.mu.Lock()
 		if sb.owner.Load() != l {
 			l.mu.Unlock()
@@ -649,8 +666,10 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 			return a.badFree(ptr, size)
 		}
 		setBits(&sb.pending, i, 1, true)
-		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.st, seq: seq})
+		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.st, seq: sl.st.epoch.Load()})
 		l.mu.Unlock()
+		// A record made now covers this free too.
+		a.eng.maybeSettle(sl, stream)
 		return nil
 	}
 }

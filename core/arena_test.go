@@ -136,8 +136,10 @@ func TestArenaReclaim(t *testing.T) {
 	require.NoError(t, a.Deallocate(sc, z, 2<<20, 256))
 }
 
-// TestArenaCrossStreamFree: a block freed on stream B into stream A's arena
-// is reused by A only after A waits for B (no host synchronization).
+// TestArenaCrossStreamFree: a block freed on stream B into stream A's
+// arena is reused by A only after A waits for a record of B's event, made
+// during a later call on B (A never touches B's handle); until then A takes
+// other memory, without host synchronization.
 func TestArenaCrossStreamFree(t *testing.T) {
 	sim := simDevice(t)
 	rt := newOrderingRuntime(t)
@@ -146,31 +148,48 @@ func TestArenaCrossStreamFree(t *testing.T) {
 	defer a.Close()
 	sa, sb := newStream(t, sim), newStream(t, sim)
 	const size = smallLimit
-	var xs []uintptr // one full superblock
-	for i := 0; i < superblockSize/size; i++ {
+	const perSuperblock = superblockSize / size
+	alloc := func() uintptr {
+		t.Helper()
 		x, err := a.Allocate(sa, size, 256)
 		require.NoError(t, err)
-		xs = append(xs, x)
+		return x
 	}
-	x := xs[1]
+	var xs []uintptr // one full superblock
+	for i := 0; i < perSuperblock; i++ {
+		xs = append(xs, alloc())
+	}
 	require.NoError(t, sim.PauseStream(sb))
-	t.Cleanup(func() { _ = sim.ResumeStream(sb) })
-	require.NoError(t, sim.MemsetAsync(x, 0xAA, size, sb))
-	require.NoError(t, a.Deallocate(sb, x, size, 256))
+	defer sim.ResumeStream(sb) // before Close, which synchronizes
+	require.NoError(t, sim.MemsetAsync(xs[1], 0xAA, size, sb))
+	require.NoError(t, a.Deallocate(sb, xs[1], size, 256))
+
 	before := rt.counts()
-	y, err := a.Allocate(sa, size, 256)
-	require.NoError(t, err)
-	require.Equal(t, x, y, "A's arena takes back the block freed on B")
+	ys := []uintptr{alloc()}
+	assert.NotEqual(t, xs[1], ys[0], "nothing orders A after B yet: a new superblock")
+	assert.Zero(t, rt.recordsOnStream(sb), "A never records on B")
+	require.NoError(t, a.Deallocate(sb, xs[2], size, 256))
+	assert.Equal(t, 1, rt.recordsOnStream(sb), "B's next call records B's event (A asked)")
+	for i := 1; i < perSuperblock; i++ {
+		ys = append(ys, alloc()) // fill the second superblock
+	}
+	mid := rt.counts()
+	y := alloc()
+	require.Equal(t, xs[1], y, "A's arena takes back the blocks freed on B")
 	after := rt.counts()
-	assert.Equal(t, before[0]+1, after[0], "one record on B")
-	assert.Equal(t, before[1]+1, after[1], "one wait on A")
+	assert.Equal(t, mid[0], after[0], "no further record")
+	assert.Equal(t, mid[1]+1, after[1], "one wait on A")
 	assert.Equal(t, before[2:], after[2:], "no host synchronization")
+	z := alloc()
+	assert.Equal(t, xs[2], z, "the second block freed on B came back with the first")
+	assert.Equal(t, after, rt.counts(), "covered by the same wait")
 	require.NoError(t, sim.MemsetAsync(y, 0xCC, size, sa))
 	require.NoError(t, sim.ResumeStream(sb))
 	require.NoError(t, expect(sim, y, size, 0xCC, sa))
-	for _, x := range xs {
+	for _, x := range append(append(ys, y, z), xs[0], xs[3]) {
 		require.NoError(t, a.Deallocate(sa, x, size, 256))
 	}
+	assert.Empty(t, rt.misuses())
 }
 
 // TestSuperblockBitmaps checks the superblock's first fit, frees and run

@@ -150,7 +150,50 @@ func BenchmarkRandomAllocations(b *testing.B) {
 	}
 }
 
+// BenchmarkRandomAllocationsOnStreams is BenchmarkRandomAllocations for the
+// sub-allocators with each goroutine on a created stream of its own: the
+// path of streams other than the legacy default one (known by
+// cudaStreamGetId on every call, and settled when another stream wants
+// their memory), small and medium cases.
+func BenchmarkRandomAllocationsOnStreams(b *testing.B) {
+	for _, c := range []workload.Case{workload.Small, workload.Medium} {
+		for _, br := range benchResources {
+			if !br.fits(c) || br.name == "cuda" || br.name == "cuda_async" {
+				continue
+			}
+			for _, g := range []int{1, 4} {
+				b.Run(fmt.Sprintf("%s/%s/goroutines=%d", c.Name, br.name, g), func(b *testing.B) {
+					benchRandomOn(b, c, br, g, benchStreams(b, g))
+				})
+			}
+		}
+	}
+}
+
+// benchStreams creates n streams, destroyed when the benchmark ends.
+func benchStreams(b *testing.B, n int) []core.Stream {
+	r, err := cudart.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ss := make([]core.Stream, n)
+	for i := range ss {
+		if ss[i], err = r.StreamCreate(cudart.StreamFlagNonBlocking); err != nil {
+			b.Fatal(err)
+		}
+		s := ss[i]
+		b.Cleanup(func() { _ = r.StreamSynchronize(s); _ = r.StreamDestroy(s) })
+	}
+	return ss
+}
+
 func benchRandom(b *testing.B, c workload.Case, br benchResource, goroutines int) {
+	benchRandomOn(b, c, br, goroutines, nil)
+}
+
+// benchRandomOn runs the workload with goroutine i on streams[i] (the
+// default stream when streams is nil).
+func benchRandomOn(b *testing.B, c workload.Case, br benchResource, goroutines int, streams []core.Stream) {
 	maxUsage := maxUsageFor(b, goroutines)
 	r, held, done := br.make(b, c, maxUsage*uintptr(goroutines))
 	defer done()
@@ -168,7 +211,7 @@ func benchRandom(b *testing.B, c workload.Case, br benchResource, goroutines int
 	var peakLive uintptr
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		res, _, err := workload.RunParallelSampled(r, plans, nil, every, sample)
+		res, _, err := workload.RunParallelSampled(r, plans, streams, every, sample)
 		if err != nil {
 			b.Fatal(err)
 		}

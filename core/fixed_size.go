@@ -40,7 +40,8 @@ type FixedSizeOptions struct {
 // the upstream only at Close.
 //
 // It is stream-ordered like Pool (the same per-stream, per-shard lists and
-// event scheme), its blocks are 256-byte aligned, and it refuses alignments
+// event scheme, and a device synchronization before failing when the
+// upstream refuses a chunk while other streams hold free blocks), its blocks are 256-byte aligned, and it refuses alignments
 // above 256. Free blocks are reused last-in first-out. A FixedSize is safe
 // for concurrent use.
 type FixedSize struct {
@@ -70,10 +71,32 @@ type fixedBlock struct {
 	chunk int32
 }
 
-// blockList is one stream's free blocks in one shard.
+// blockList is one stream's free blocks in one shard: fresh ones (seq >=
+// cut, freed since the stream's last settle) and settled ones (seq < cut:
+// other streams may take them after waiting on the stream's event), each a
+// stack.
 type blockList struct {
 	listBase
-	blocks []fixedBlock
+	blocks []fixedBlock // fresh
+	set    []fixedBlock // settled
+}
+
+// settle moves the fresh blocks freed before cut to the settled stack and
+// sets l.cut. l.mu is held.
+func (l *blockList) settle(cut uint64, blockSize uintptr) {
+	l.cut = cut
+	k := 0
+	for _, b := range l.blocks {
+		if b.seq < cut {
+			l.set = append(l.set, b)
+			l.settled.Add(blockSize)
+		} else {
+			l.blocks[k] = b
+			k++
+		}
+	}
+	clear(l.blocks[k:])
+	l.blocks = l.blocks[:k]
 }
 
 // fixedIndex finds the chunk holding an address in a few loads. The
@@ -178,7 +201,8 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 		return nil, cudaError(kindFixedSize, err)
 	}
 	f := &FixedSize{upstream: upstream, rt: r, dev: dev, blockSize: bs, perChunk: n}
-	f.eng.init(r, kindFixedSize, func(*streamState) *blockList { return new(blockList) })
+	f.eng.init(r, kindFixedSize, func(*streamState) *blockList { return new(blockList) },
+		func(l *blockList, cut uint64) { l.settle(cut, f.blockSize) })
 	f.index.g = uint(bits.Len64(uint64(bs*uintptr(n)))) - 1
 	f.index.dirs.Store(&fixedDirs{})
 	f.byID.Store(&[]*fixedChunk{})
@@ -217,7 +241,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	f.chunks = append(f.chunks, c)
 	f.index.add(c)
 	f.chunkMu.Unlock()
-	seq := l.st.recorded.Load()
+	seq := l.st.epoch.Load() // fresh: seq >= l.cut
 	first := 0
 	if take {
 		first = 1
@@ -232,6 +256,11 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 		return base, nil
 	}
 	return 0, nil
+}
+
+// chunkBytes returns the bytes the resource holds from the upstream.
+func (f *FixedSize) chunkBytes() uintptr {
+	return f.blockSize * uintptr(f.perChunk) * uintptr(len(*f.byID.Load()))
 }
 
 // findChunk returns the chunk holding ptr, or nil.
@@ -266,16 +295,50 @@ func (f *FixedSize) publish(b fixedBlock) (uintptr, error) {
 	return b.addr, nil
 }
 
-// pop takes a block from l, or returns false. l.mu is held.
+// pop takes a block from l, the last freed first, or returns false. l.mu
+// is held.
 func (f *FixedSize) pop(l *blockList) (fixedBlock, bool) {
 	n := len(l.blocks)
 	if n == 0 {
-		return fixedBlock{}, false
+		return f.popSettled(l)
 	}
 	b := l.blocks[n-1]
 	l.blocks = l.blocks[:n-1]
 	l.free.Add(^(f.blockSize - 1))
 	return b, true
+}
+
+// popSettled takes a settled block from l, or returns false. l.mu is held.
+func (f *FixedSize) popSettled(l *blockList) (fixedBlock, bool) {
+	n := len(l.set)
+	if n == 0 {
+		return fixedBlock{}, false
+	}
+	b := l.set[n-1]
+	l.set = l.set[:n-1]
+	l.free.Add(^(f.blockSize - 1))
+	l.settled.Add(^(f.blockSize - 1))
+	return b, true
+}
+
+// put files the free block b in l (l.mu held).
+func (f *FixedSize) put(l *blockList, b fixedBlock) {
+	if b.seq < l.cut {
+		l.set = append(l.set, b)
+		l.settled.Add(f.blockSize)
+	} else {
+		l.blocks = append(l.blocks, b)
+	}
+	l.free.Add(f.blockSize)
+}
+
+// freeBytes sums the free bytes of every list (a hint while others work).
+func (f *FixedSize) freeBytes() uintptr {
+	var n uintptr
+	for _, l := range f.eng.allLists() {
+		n += l.free.Load()
+	}
+	return n
 }
 
 // Allocate returns a block (of BlockSize bytes) for a request of at most
@@ -313,6 +376,7 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 		if err != nil {
 			return 0, err
 		}
+		f.eng.maybeSettle(sl, stream)
 		l := f.eng.list(sl, f.eng.shard())
 		l.mu.Lock()
 		b, ok := f.pop(l)
@@ -326,8 +390,13 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 	}
 }
 
+// allocateSlow serves a request its own list could not, in the order of
+// the pool's (see heap.allocateSlow): the stream's other shards, ordered
+// blocks of other streams, growth, and after a failed growth a device
+// synchronization.
 func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *blockList) (uintptr, error) {
 	st := sl.st
+	var growErr error // set once the device was synchronized after growth failed
 	for {
 		gen := f.gen.Load()
 		for i := range sl.shards {
@@ -342,12 +411,24 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 				return f.publish(b)
 			}
 		}
-		for _, l := range f.eng.allLists() {
-			if l.st == st || l.free.Load() == 0 {
+		ls := f.eng.allLists()
+		f.eng.wantOthers(ls, st, true)
+		for _, l := range ls {
+			if l.st == st {
+				continue
+			}
+			durable := l.st.durable()
+			if durable && l.free.Load() == 0 || !durable && l.settled.Load() == 0 {
 				continue
 			}
 			l.mu.Lock()
-			b, ok := f.pop(l)
+			var b fixedBlock
+			var ok bool
+			if durable {
+				b, ok = f.pop(l)
+			} else {
+				b, ok = f.popSettled(l)
+			}
 			if ok {
 				l.st.inflight.Add(1)
 			}
@@ -355,7 +436,7 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 			if !ok {
 				continue
 			}
-			err := f.eng.orderAfter(st, l.st, b.seq)
+			err := f.eng.orderAfter(s, st, l.st, b.seq)
 			if err != nil {
 				f.push(l, b)
 			}
@@ -365,10 +446,14 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 			}
 			return f.publish(b)
 		}
+		f.eng.wantOthers(ls, st, false)
 		if f.eng.needSweep() {
 			ls := f.eng.lockAll()
 			f.eng.sweep(ls, own)
 			unlockAll(ls)
+		}
+		if growErr != nil {
+			return 0, growErr
 		}
 		f.growMu.Lock()
 		if f.gen.Load() != gen || f.closed.Load() {
@@ -386,17 +471,32 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 		}
 		ptr, err := f.growLocked(s, own, true)
 		own.mu.Unlock()
+		if err != nil {
+			f.growMu.Unlock()
+			if !errors.Is(err, ErrOutOfMemory) || f.freeBytes() == 0 {
+				return 0, err
+			}
+			// Blocks are free, but not ordered before this stream: after a
+			// device synchronization all of them are.
+			if serr := f.eng.synchronize(); serr != nil {
+				return 0, errors.Join(err, serr)
+			}
+			growErr = err
+			continue
+		}
 		f.gen.Add(1)
 		f.growMu.Unlock()
-		return ptr, err
+		// The chunk's other blocks are fresh in own's list: settle them,
+		// so that other streams need not grow too.
+		f.eng.settleNow(sl, s, true)
+		return ptr, nil
 	}
 }
 
 // push returns a block to l.
 func (f *FixedSize) push(l *blockList, b fixedBlock) {
 	l.mu.Lock()
-	l.blocks = append(l.blocks, b)
-	l.free.Add(f.blockSize)
+	f.put(l, b)
 	l.mu.Unlock()
 }
 
@@ -431,26 +531,27 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 		return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
 	}
 	if sl == f.eng.def {
+		// The fast path: the default stream never settles (cut is 0).
 		if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.recorded.Load(), c.id})
+			l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
 			l.free.Add(f.blockSize)
 			l.mu.Unlock()
 			return nil
 		}
 	}
-	seq, err := f.eng.freeSeq(sl.st)
-	if err != nil {
-		f.mark(c, ptr, true)
-		return err
-	}
 	for {
 		l := f.eng.list(sl, f.eng.shard())
 		l.mu.Lock()
 		if !l.retired {
-			l.blocks = append(l.blocks, fixedBlock{ptr, seq, c.id})
-			l.free.Add(f.blockSize)
+			f.put(l, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
+			batch := l.noteFreed(f.blockSize, f.chunkBytes) && f.eng.shared()
 			l.mu.Unlock()
+			if batch {
+				f.eng.want(sl.st)
+			}
+			// A record made now covers this free too.
+			f.eng.maybeSettle(sl, stream)
 			return nil
 		}
 		l.mu.Unlock()
@@ -458,7 +559,6 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 			f.mark(c, ptr, true)
 			return err
 		}
-		seq = sl.st.recorded.Load()
 	}
 }
 
@@ -502,8 +602,9 @@ func (f *FixedSize) Close() error {
 	f.growMu.Lock()
 	ls := f.eng.lockAll()
 	for _, l := range ls {
-		l.blocks = nil
+		l.blocks, l.set = nil, nil
 		l.free.Store(0)
+		l.settled.Store(0)
 	}
 	f.chunkMu.Lock()
 	cs := f.chunks

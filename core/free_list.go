@@ -17,8 +17,9 @@ import (
 // by blocks, free or allocated, each described by a node; nodes link to
 // their neighbours in the chunk (boundary tags), so a free merges with free
 // neighbours in constant time, and never across chunks. Free blocks sit in
-// the free lists of the stream-ordered engine; each list is a two-level
-// segregated fit index (TLSF): 64 exact size classes for blocks up to
+// the free lists of the stream-ordered engine, each in two parts (fresh
+// and settled, see heapList); each part is a two-level segregated fit
+// index (TLSF): 64 exact size classes for blocks up to
 // 16 KiB, then 32 classes per power of two, with a bitmap of the non-empty
 // classes, so finding the smallest class that holds a fitting block is a
 // few bit operations whatever the number of blocks. Allocated blocks are
@@ -31,9 +32,10 @@ import (
 // Concurrency: a free block's node changes only under its list's lock. A
 // node's physical-predecessor link (prev) may be rewritten by the lock
 // holder of the list that owns the node before it; owner and prev are
-// relaxed shared words (free_list_norace.go). Under its own lock a list merges a block with a neighbour only
-// when the neighbour's owner is that list, which nobody else can change,
-// so a stale read of a neighbour owned by another list is harmless.
+// relaxed shared words (free_list_norace.go). Under its own lock a list
+// merges a block with a neighbour only when the neighbour's owner is that
+// list, which nobody else can change, so a stale read of a neighbour owned
+// by another list is harmless.
 
 const (
 	unitShift    = 8 // blocks are multiples of 256 bytes
@@ -132,19 +134,30 @@ func (s *nodeStore) put(ids []int32) {
 	s.mu.Unlock()
 }
 
-// heapList is one stream's free list in one shard. Each size class is a
-// stack of (node, stamp) entries; taking a block out of its class (to merge
-// it, or when the list is rebuilt) only bumps the node's stamp, which makes
-// its entry stale, so neither inserting nor removing touches any other
+// classIndex is a segregated-fit index of free blocks: each size class is
+// a stack of (node, stamp) entries; taking a block out of its class (to
+// merge it, or when the list is rebuilt) only bumps the node's stamp, which
+// makes its entry stale, so neither inserting nor removing touches any other
 // node. Stale entries are dropped when they reach the top of their stack,
 // or all at once when a stack holds more stale entries than live ones.
-type heapList struct {
-	listBase
+type classIndex struct {
 	top    uint32             // bit w: words[w] != 0
 	words  [classWords]uint64 // bit c: live[c] != 0
 	live   [numClasses]int32  // valid entries per class
 	stacks [numClasses][]classEntry
-	spare  []int32 // unused node ids
+}
+
+// heapList is one stream's free list in one shard. Its blocks are indexed
+// in two parts: fresh blocks (seq >= cut: freed since the stream's last
+// settle, usable by the stream itself only) in the embedded classIndex, and
+// settled ones (seq < cut: other streams may take them after waiting on the
+// stream's event) in set. Which part holds a block follows from its seq, so
+// nothing else records it.
+type heapList struct {
+	listBase
+	classIndex             // fresh blocks
+	set        *classIndex // settled blocks; nil until the stream first settles
+	spare      []int32     // unused node ids
 }
 
 type classEntry struct {
@@ -152,76 +165,84 @@ type classEntry struct {
 	stamp uint32
 }
 
-// valid reports whether entry e of l still stands for node n. The owner is
-// read first: only when it is l is the node l's (and its stamp stable).
-func (l *heapList) valid(n *node, e classEntry) bool {
-	return n.owner.Load() == l.id && n.stamp == e.stamp
+// entryValid reports whether entry e of a list with id owner still stands for
+// node n. The owner is read first: only when it is the list is the node the
+// list's (and its stamp stable).
+func entryValid(owner int32, n *node, e classEntry) bool {
+	return n.owner.Load() == owner && n.stamp == e.stamp
 }
 
-// insert files the free node id (owned by l) under its size class.
-func (l *heapList) insert(n *node, id int32) {
-	c := classOf(n.size >> unitShift)
-	l.stacks[c] = append(l.stacks[c], classEntry{id, n.stamp})
-	if l.live[c]++; l.live[c] == 1 {
+// counted counts one more valid entry in class c.
+func (x *classIndex) counted(c int) {
+	if x.live[c]++; x.live[c] == 1 {
 		w := c >> 6
-		l.words[w] |= 1 << (c & 63)
-		l.top |= 1 << w
+		x.words[w] |= 1 << (c & 63)
+		x.top |= 1 << w
 	}
-}
-
-// remove takes the free node n out of its size class (its entry goes
-// stale). n.size must be the size it was filed with.
-func (l *heapList) remove(pg nodePages, n *node) {
-	c := classOf(n.size >> unitShift)
-	n.stamp++
-	l.dropLive(pg, c)
 }
 
 // dropLive counts one valid entry of class c less.
-func (l *heapList) dropLive(pg nodePages, c int) {
-	if l.live[c]--; l.live[c] == 0 {
+func (x *classIndex) dropLive(pg nodePages, owner int32, c int) {
+	if x.live[c]--; x.live[c] == 0 {
 		w := c >> 6
-		l.words[w] &^= 1 << (c & 63)
-		if l.words[w] == 0 {
-			l.top &^= 1 << w
+		x.words[w] &^= 1 << (c & 63)
+		if x.words[w] == 0 {
+			x.top &^= 1 << w
 		}
-		clear(l.stacks[c])
-		l.stacks[c] = l.stacks[c][:0]
+		clear(x.stacks[c])
+		x.stacks[c] = x.stacks[c][:0]
 		return
 	}
-	if s := l.stacks[c]; len(s) > 2*int(l.live[c])+64 {
+	if s := x.stacks[c]; len(s) > 2*int(x.live[c])+64 {
 		k := 0
 		for _, e := range s {
-			if l.valid(pg.at(e.id), e) {
+			if entryValid(owner, pg.at(e.id), e) {
 				s[k] = e
 				k++
 			}
 		}
 		clear(s[k:])
-		l.stacks[c] = s[:k]
+		x.stacks[c] = s[:k]
 	}
+}
+
+// fit returns the smallest non-empty class from the class of u units up,
+// or numClasses.
+func (x *classIndex) fit(u uintptr) int {
+	c := classOf(u)
+	w := c >> 6
+	m := x.words[w] & (^uint64(0) << (c & 63))
+	if m == 0 {
+		t := x.top & (^uint32(0) << (w + 1))
+		if t == 0 {
+			return numClasses
+		}
+		w = bits.TrailingZeros32(t)
+		m = x.words[w]
+	}
+	return w<<6 + bits.TrailingZeros64(m)
 }
 
 // take removes and returns a free block of at least u units: the smallest
 // for blocks up to 16 KiB, otherwise one from the smallest class all of
 // whose blocks fit (the best of the first few in the request's own class
-// first). It returns 0 when the list has none.
-func (l *heapList) take(pg nodePages, u uintptr) int32 {
+// first). It returns 0 when the index has none.
+func (x *classIndex) take(pg nodePages, owner int32, u uintptr) int32 {
 	c := classOf(u)
 	if c >= exactClasses && classLow(c) != u {
-		if l.live[c] > 0 {
-			s := l.stacks[c]
-			for !l.valid(pg.at(s[len(s)-1].id), s[len(s)-1]) {
+		if x.live[c] > 0 {
+			s := x.stacks[c]
+			for !entryValid(owner, pg.at(s[len(s)-1].id), s[len(s)-1]) {
 				s[len(s)-1] = classEntry{}
 				s = s[:len(s)-1] // live[c] > 0: a valid entry stops this
 			}
-			l.stacks[c] = s
+			x.stacks[c] = s
 			// The best of the first few valid entries, looking at no more
 			// than 16 (stale ones below the top stay for compaction).
 			best, bestSize, seen := -1, ^uintptr(0), 0
 			for i := len(s) - 1; i >= 0 && seen < 4 && i >= len(s)-16; i-- {
 				n := pg.at(s[i].id)
-				if !l.valid(n, s[i]) {
+				if !entryValid(owner, n, s[i]) {
 					continue
 				}
 				seen++
@@ -232,9 +253,9 @@ func (l *heapList) take(pg nodePages, u uintptr) int32 {
 			if best >= 0 {
 				id := s[best].id
 				s[best] = s[len(s)-1]
-				l.stacks[c] = s[:len(s)-1]
+				x.stacks[c] = s[:len(s)-1]
 				pg.at(id).stamp++
-				l.dropLive(pg, c)
+				x.dropLive(pg, owner, c)
 				return id
 			}
 		}
@@ -243,38 +264,38 @@ func (l *heapList) take(pg nodePages, u uintptr) int32 {
 		}
 	}
 	w := c >> 6
-	m := l.words[w] & (^uint64(0) << (c & 63))
+	m := x.words[w] & (^uint64(0) << (c & 63))
 	if m == 0 {
-		t := l.top & (^uint32(0) << (w + 1))
+		t := x.top & (^uint32(0) << (w + 1))
 		if t == 0 {
 			return 0
 		}
 		w = bits.TrailingZeros32(t)
-		m = l.words[w]
+		m = x.words[w]
 	}
 	c = w<<6 + bits.TrailingZeros64(m)
-	s := l.stacks[c]
+	s := x.stacks[c]
 	for i := len(s) - 1; i >= 0; i-- {
 		e := s[i]
 		n := pg.at(e.id)
-		if !l.valid(n, e) {
+		if !entryValid(owner, n, e) {
 			continue
 		}
 		s[i] = classEntry{}
-		l.stacks[c] = s[:i]
+		x.stacks[c] = s[:i]
 		n.stamp++
-		l.dropLive(pg, c)
+		x.dropLive(pg, owner, c)
 		return e.id
 	}
 	return 0 // not reached: live[c] > 0 means a valid entry
 }
 
-// each calls fn for every free block of the list.
-func (l *heapList) each(pg nodePages, fn func(id int32, n *node)) {
+// each calls fn for every free block of the index.
+func (x *classIndex) each(pg nodePages, owner int32, fn func(id int32, n *node)) {
 	for w := 0; w < classWords; w++ {
-		for m := l.words[w]; m != 0; m &= m - 1 {
-			for _, e := range l.stacks[w<<6+bits.TrailingZeros64(m)] {
-				if n := pg.at(e.id); l.valid(n, e) {
+		for m := x.words[w]; m != 0; m &= m - 1 {
+			for _, e := range x.stacks[w<<6+bits.TrailingZeros64(m)] {
+				if n := pg.at(e.id); entryValid(owner, n, e) {
 					fn(e.id, n)
 				}
 			}
@@ -282,15 +303,138 @@ func (l *heapList) each(pg nodePages, fn func(id int32, n *node)) {
 	}
 }
 
-// clear empties the list's index (the nodes are the caller's business).
+// reset empties the index (the nodes are the caller's business).
+func (x *classIndex) reset() {
+	x.top = 0
+	x.words = [classWords]uint64{}
+	x.live = [numClasses]int32{}
+	for i := range x.stacks {
+		x.stacks[i] = nil
+	}
+}
+
+// insert files the free node id (owned by l) in its part of l.
+func (l *heapList) insert(n *node, id int32) {
+	x := &l.classIndex
+	if n.seq < l.cut {
+		x = l.set
+		l.settled.Add(n.size)
+	}
+	c := classOf(n.size >> unitShift)
+	x.stacks[c] = append(x.stacks[c], classEntry{id, n.stamp})
+	x.counted(c)
+}
+
+// remove takes the free node n out of its size class (its entry goes
+// stale). n.size and n.seq must be those it was filed with.
+func (l *heapList) remove(pg nodePages, n *node) {
+	c := classOf(n.size >> unitShift)
+	n.stamp++
+	if n.seq >= l.cut {
+		l.classIndex.dropLive(pg, l.id, c)
+		return
+	}
+	l.set.dropLive(pg, l.id, c)
+	l.settled.Add(^(n.size - 1))
+}
+
+// take removes and returns a free block of at least u units from either
+// part (the part whose smallest fitting class is smaller first), or from
+// the settled part only; 0 when there is none.
+func (l *heapList) take(pg nodePages, u uintptr, settledOnly bool) int32 {
+	s := l.set
+	if s == nil || s.top == 0 {
+		if settledOnly {
+			return 0
+		}
+		return l.classIndex.take(pg, l.id, u)
+	}
+	if !settledOnly && l.classIndex.top != 0 && l.classIndex.fit(u) <= s.fit(u) {
+		if id := l.classIndex.take(pg, l.id, u); id != 0 {
+			return id
+		}
+	}
+	if id := s.take(pg, l.id, u); id != 0 {
+		l.settled.Add(^(pg.at(id).size - 1))
+		return id
+	}
+	if settledOnly {
+		return 0
+	}
+	return l.classIndex.take(pg, l.id, u)
+}
+
+// each calls fn for every free block of the list.
+func (l *heapList) each(pg nodePages, fn func(id int32, n *node)) {
+	l.classIndex.each(pg, l.id, fn)
+	if l.set != nil {
+		l.set.each(pg, l.id, fn)
+	}
+}
+
+// clear empties the list (the nodes are the caller's business).
 func (l *heapList) clear() {
-	l.top = 0
-	l.words = [classWords]uint64{}
-	l.live = [numClasses]int32{}
-	for i := range l.stacks {
-		l.stacks[i] = nil
+	l.classIndex.reset()
+	if l.set != nil {
+		l.set.reset()
 	}
 	l.free.Store(0)
+	l.settled.Store(0)
+}
+
+// clearSettled empties the settled part (the nodes are the caller's
+// business).
+func (l *heapList) clearSettled() {
+	if l.set == nil {
+		return
+	}
+	l.set.reset()
+	l.free.Add(^(l.settled.Load() - 1))
+	l.settled.Store(0)
+}
+
+// settle moves the fresh blocks freed before cut to the settled part and
+// sets l.cut to cut. l.mu is held; cut > l.cut.
+func (l *heapList) settle(pg nodePages, cut uint64) {
+	l.cut = cut
+	if l.set == nil {
+		l.set = new(classIndex) // blocks with seq < cut go there from now on
+	}
+	if l.classIndex.top == 0 {
+		return
+	}
+	x, s := &l.classIndex, l.set
+	for w := 0; w < classWords; w++ {
+		for m := x.words[w]; m != 0; m &= m - 1 {
+			c := w<<6 + bits.TrailingZeros64(m)
+			st := x.stacks[c]
+			k := 0
+			for _, e := range st {
+				n := pg.at(e.id)
+				switch {
+				case !entryValid(l.id, n, e):
+					// stale: drop it
+				case n.seq < cut:
+					s.stacks[c] = append(s.stacks[c], e)
+					s.counted(c)
+					l.settled.Add(n.size)
+					x.live[c]--
+				default:
+					st[k] = e
+					k++
+				}
+			}
+			clear(st[k:])
+			x.stacks[c] = st[:k]
+			if x.live[c] == 0 {
+				x.words[w] &^= 1 << (c & 63)
+				x.stacks[c] = x.stacks[c][:0]
+			}
+		}
+		if x.words[w] == 0 {
+			x.top &^= 1 << w
+		}
+	}
 }
 
 const (
@@ -411,7 +555,8 @@ type heap struct {
 func (h *heap) init(kind string, r cudart.Runtime, grow growFunc) {
 	h.kind, h.grow = kind, grow
 	h.nodes.init()
-	h.eng.init(r, kind, func(*streamState) *heapList { return new(heapList) })
+	h.eng.init(r, kind, func(*streamState) *heapList { return new(heapList) },
+		func(l *heapList, cut uint64) { l.settle(h.nodes.load(), cut) })
 	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
 	h.nextChunk = 1
 }
@@ -437,13 +582,18 @@ func (h *heap) recycle(pg nodePages, l *heapList, id int32) {
 	}
 }
 
-// carve takes size bytes (a multiple of 256) from l, splitting the block it
-// finds; the rest stays in l. It returns the allocated node, or 0. l.mu is
-// held.
-func (h *heap) carve(l *heapList, size uintptr) int32 {
+// carve takes size bytes (a multiple of 256) from l (from its settled part
+// only when settledOnly is set), splitting the block it finds; the rest
+// stays in l. It returns the allocated node, or 0. l.mu is held.
+func (h *heap) carve(l *heapList, size uintptr, settledOnly bool) int32 {
 	h.spareNode(l)
 	pg := h.nodes.load()
-	id := l.take(pg, size>>unitShift)
+	var id int32
+	if l.set == nil && !settledOnly {
+		id = l.classIndex.take(pg, l.id, size>>unitShift) // the common case: never settled
+	} else {
+		id = l.take(pg, size>>unitShift, settledOnly)
+	}
 	if id == 0 {
 		return 0
 	}
@@ -459,7 +609,7 @@ func (h *heap) carve(l *heapList, size uintptr) int32 {
 			pg.at(n.next).prev.Store(rid)
 		}
 		n.next, n.size = rid, size
-		l.insert(r, rid)
+		l.insert(r, rid) // same seq: the part n came from
 	}
 	n.owner.Store(0)
 	l.free.Add(^(size - 1))
@@ -507,7 +657,7 @@ func (h *heap) insertFree(l *heapList, id int32, seq uint64) {
 			h.recycle(pg, l, nid)
 		}
 	}
-	l.insert(n, id)
+	l.insert(n, id) // a merged block takes the later seq: fresh if either part was
 }
 
 // publish records the allocated node id in its chunk's index and returns
@@ -529,7 +679,7 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 		// retired), made already.
 		if l := h.eng.def.shards[currentP()&h.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			id := h.carve(l, size)
+			id := h.carve(l, size, false)
 			l.mu.Unlock()
 			if id != 0 {
 				return h.publish(id)
@@ -541,9 +691,10 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
+		h.eng.maybeSettle(sl, s)
 		l := h.eng.list(sl, h.eng.shard())
 		l.mu.Lock()
-		id := h.carve(l, size)
+		id := h.carve(l, size, false)
 		l.mu.Unlock()
 		if id != 0 {
 			return h.publish(id)
@@ -555,8 +706,15 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 	}
 }
 
+// allocateSlow serves a request its own list could not: from the stream's
+// other shards; from memory other streams freed that can be ordered before
+// this stream without touching their handles (the legacy default stream's,
+// or settled blocks); by merging all of that and coalescing; by growing;
+// and, when growth fails, after a device synchronization, which frees
+// everything freed before it for every stream.
 func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, size uintptr) (uintptr, error) {
 	st := sl.st
+	var growErr error // set once the device was synchronized after growth failed
 	for {
 		gen := h.gen.Load()
 		// Memory freed on this stream in other shards.
@@ -566,19 +724,29 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 				continue
 			}
 			l.mu.Lock()
-			id := h.carve(l, size)
+			id := h.carve(l, size, false)
 			l.mu.Unlock()
 			if id != 0 {
 				return h.publish(id)
 			}
 		}
 		// Memory freed on other streams, once this stream waits for it.
-		for _, l := range h.eng.allLists() {
-			if l.st == st || l.free.Load() < size {
+		ls := h.eng.allLists()
+		h.eng.wantOthers(ls, st, true)
+		for _, l := range ls {
+			if l.st == st {
+				continue
+			}
+			durable := l.st.durable()
+			if avail := l.settled.Load(); durable {
+				if l.free.Load() < size {
+					continue
+				}
+			} else if avail < size {
 				continue
 			}
 			l.mu.Lock()
-			id := h.carve(l, size)
+			id := h.carve(l, size, !durable)
 			var seq uint64
 			if id != 0 {
 				seq = h.nodes.load().at(id).seq
@@ -588,7 +756,7 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 			if id == 0 {
 				continue
 			}
-			err := h.eng.orderAfter(st, l.st, seq)
+			err := h.eng.orderAfter(s, st, l.st, seq)
 			if err != nil {
 				h.giveBack(l, id, seq)
 			}
@@ -598,12 +766,16 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 			}
 			return h.publish(id)
 		}
-		// Enough memory is free, but in pieces, some of them in other
-		// lists: merge every list into this stream's and coalesce.
+		h.eng.wantOthers(ls, st, false)
+		// Enough ordered memory is free, but in pieces, some of them in
+		// other lists: merge it into this stream's list and coalesce.
 		if h.worthDefrag(own, size) {
-			id, err := h.defrag(own, size)
+			id, err := h.defrag(s, own, size)
 			if err != nil || id != 0 {
 				if id != 0 {
+					// What was ordered for everyone is now fresh in own's
+					// list: settle it, so that others may go on using it.
+					h.eng.settleNow(sl, s, false)
 					return h.publish(id)
 				}
 				return 0, err
@@ -611,6 +783,9 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 		}
 		if h.grow == nil {
 			return 0, errNoRoom
+		}
+		if growErr != nil {
+			return 0, growErr
 		}
 		h.growMu.Lock()
 		if h.gen.Load() != gen {
@@ -620,7 +795,16 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 		base, n, err := h.grow(s, size)
 		if err != nil {
 			h.growMu.Unlock()
-			return 0, err
+			if !errors.Is(err, ErrOutOfMemory) || h.freeBytes() < size {
+				return 0, err
+			}
+			// Enough is free, but not ordered before this stream: after a
+			// device synchronization all of it is.
+			if serr := h.eng.synchronize(); serr != nil {
+				return 0, errors.Join(err, serr)
+			}
+			growErr = err
+			continue
 		}
 		own.mu.Lock()
 		if own.retired {
@@ -630,13 +814,16 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 			return 0, errRetry
 		}
 		h.addChunk(own, base, n)
-		id := h.carve(own, size)
+		id := h.carve(own, size, false)
 		own.mu.Unlock()
 		h.gen.Add(1)
 		h.growMu.Unlock()
 		if id == 0 {
 			return 0, fmt.Errorf("%s: %w: internal error: a new chunk of %d bytes cannot hold %d", h.kind, ErrBadAlloc, n, size)
 		}
+		// The rest of the chunk is fresh in own's list: settle it, so that
+		// other streams need not grow too.
+		h.eng.settleNow(sl, s, true)
 		return h.publish(id)
 	}
 }
@@ -651,13 +838,23 @@ func (h *heap) giveBack(l *heapList, id int32, seq uint64) {
 	l.mu.Unlock()
 }
 
-// worthDefrag reports whether merging every list into own could serve
-// size bytes: the lists hold that much, and not all of it in own (which is
-// coalesced already).
+// movable returns the bytes of l that defrag may move into a list of
+// stream st: all of them for st's own lists and the legacy default
+// stream's, the settled ones for other streams'.
+func movable(l *heapList, st *streamState) uintptr {
+	if l.st == st || l.st.durable() {
+		return l.free.Load()
+	}
+	return l.settled.Load()
+}
+
+// worthDefrag reports whether merging the movable memory of every list
+// into own could serve size bytes: the lists hold that much, and not all of
+// it in own (which is coalesced already).
 func (h *heap) worthDefrag(own *heapList, size uintptr) bool {
 	var total, others uintptr
 	for _, l := range h.eng.allLists() {
-		n := l.free.Load()
+		n := movable(l, own.st)
 		total += n
 		if l != own {
 			others += n
@@ -677,7 +874,8 @@ func (h *heap) freeBytes() uintptr {
 
 // addChunk registers the chunk [base, base+size) and puts it whole into l
 // (the default stream's list in shard 0 when l is nil). l.mu is held when
-// l is not nil.
+// l is not nil. The chunk counts as freed on l's stream now (the upstream
+// handed it out in order on that stream).
 func (h *heap) addChunk(l *heapList, base, size uintptr) {
 	h.chunkMu.Lock()
 	old := h.chunks.Load()
@@ -704,7 +902,7 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 	l.spare = l.spare[:len(l.spare)-1]
 	pg := h.nodes.load()
 	n := pg.at(id)
-	n.addr, n.size, n.seq, n.chunk, n.next = base, size, l.st.recorded.Load(), c.id, 0
+	n.addr, n.size, n.seq, n.chunk, n.next = base, size, l.st.epoch.Load(), c.id, 0
 	n.prev.Store(0)
 	n.owner.Store(l.id)
 	c.first = id
@@ -752,40 +950,40 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The fast path, as in allocate.
 		if l := sl.shards[currentP()&h.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			h.insertFree(l, id, sl.st.recorded.Load())
+			h.insertFree(l, id, sl.st.epoch.Load())
 			l.mu.Unlock()
 			return nil
 		}
-	}
-	seq, err := h.eng.freeSeq(sl.st)
-	if err != nil {
-		h.chunks.Load().find(ptr).slot(ptr, false).Store(id)
-		return err
 	}
 	for {
 		l := h.eng.list(sl, h.eng.shard())
 		l.mu.Lock()
 		if !l.retired {
-			h.insertFree(l, id, seq)
+			h.insertFree(l, id, sl.st.epoch.Load())
+			batch := l.noteFreed(size, h.size.Load) && h.eng.shared()
 			l.mu.Unlock()
+			if batch {
+				h.eng.want(sl.st)
+			}
+			// A record made now covers this free too.
+			h.eng.maybeSettle(sl, s)
 			return nil
 		}
 		l.mu.Unlock()
 		// The stream's lists were dropped meanwhile (they were empty):
-		// look it up again. The block keeps its sequence number on the
-		// old state, which no longer exists, so order it conservatively.
+		// look it up again.
 		if sl, err = h.eng.lookup(s); err != nil {
 			h.chunks.Load().find(ptr).slot(ptr, false).Store(id)
 			return err
 		}
-		seq = sl.st.recorded.Load()
 	}
 }
 
-// defrag merges every list's free blocks into own, ordering own's stream
-// after every stream whose memory it takes, coalesces them and carves size
-// bytes. It returns 0 when that still does not fit.
-func (h *heap) defrag(own *heapList, size uintptr) (int32, error) {
+// defrag merges the movable free blocks of every list (see movable) into
+// own, ordering own's stream (s, the caller's) after every stream whose
+// memory it takes, coalesces them and carves size bytes. It returns 0 when
+// that still does not fit.
+func (h *heap) defrag(s Stream, own *heapList, size uintptr) (int32, error) {
 	h.defragMu.Lock()
 	defer h.defragMu.Unlock()
 	ls := h.eng.lockAll()
@@ -794,28 +992,43 @@ func (h *heap) defrag(own *heapList, size uintptr) (int32, error) {
 		return 0, errRetry
 	}
 	st := own.st
-	ordered := map[*streamState]bool{st: true}
+	pg := h.nodes.load()
+	// The blocks to move, and the latest free among them per stream.
+	var ids []int32
+	latest := map[*streamState]uint64{}
 	for _, l := range ls {
-		if l.free.Load() == 0 || ordered[l.st] {
+		if movable(l, st) == 0 {
 			continue
 		}
-		if err := h.eng.orderAfter(st, l.st, l.st.recorded.Load()); err != nil {
-			return 0, err
+		collect := func(id int32, n *node) {
+			ids = append(ids, id)
+			if n.seq >= latest[l.st] {
+				latest[l.st] = n.seq
+			}
 		}
-		ordered[l.st] = true
+		if l.st == st || l.st.durable() {
+			l.each(pg, collect)
+		} else if l.set != nil {
+			l.set.each(pg, l.id, collect)
+		}
 	}
-	pg := h.nodes.load()
-	var ids []int32
+	for o, seq := range latest {
+		if err := h.eng.orderAfter(s, st, o, seq); err != nil {
+			return 0, err // nothing moved yet
+		}
+	}
 	var total uintptr
 	for _, l := range ls {
-		if l.free.Load() == 0 {
-			continue
+		switch {
+		case l.st == st || l.st.durable():
+			total += l.free.Load()
+			l.clear()
+		case l.settled.Load() != 0:
+			total += l.settled.Load()
+			l.clearSettled()
 		}
-		l.each(pg, func(id int32, n *node) { ids = append(ids, id) })
-		total += l.free.Load()
-		l.clear()
 	}
-	seq := st.recorded.Load()
+	seq := st.epoch.Load() // fresh in own: others must order after own's stream
 	for _, id := range ids {
 		n := pg.at(id)
 		n.owner.Store(own.id)
@@ -847,7 +1060,7 @@ func (h *heap) defrag(own *heapList, size uintptr) (int32, error) {
 	}
 	own.free.Store(total)
 	h.eng.sweep(ls, own)
-	return h.carve(own, size), nil
+	return h.carve(own, size, false), nil
 }
 
 // releaseChunks takes out of the heap every chunk that is wholly free

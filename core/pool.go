@@ -39,12 +39,18 @@ type PoolOptions struct {
 // Release or Close.
 //
 // Memory freed on a stream is reused at once by that stream, and by other
-// streams once they wait for it (one event record and wait, never a host
-// synchronization): see docs/sub-allocators.md. Blocks freed on different
-// streams, or by goroutines running at the same time, sit in different
-// lists with their own locks; when no list holds a fitting block but all of
-// them together could, they are merged and coalesced before the pool
-// grows, so two streams cannot fragment it into running out of memory.
+// streams once they can wait for it without touching the freeing stream's
+// handle (which the caller may destroy right after the free, as RMM
+// allows): memory freed on the default stream after one event record and
+// wait; memory freed on another stream after that stream's next call, made
+// once others want its memory, records its event. When growth fails, a
+// device synchronization frees everything freed before it for every stream.
+// See docs/sub-allocators.md. Blocks freed on different streams, or by
+// goroutines running at the same time, sit in different lists with their
+// own locks; when no list holds a fitting block but the ordered ones
+// together could, they are merged and coalesced before the pool grows (and
+// all of them after a synchronization, with a maximum size), so two streams
+// cannot fragment it into running out of memory.
 //
 // A Pool is safe for concurrent use. Use it with the device current that was
 // current when it was made.

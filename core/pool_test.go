@@ -271,48 +271,82 @@ func TestPoolExhaustion(t *testing.T) {
 }
 
 // TestPoolTwoStreamFragmentation: blocks from one pool handed out
-// alternately to two streams and freed on them do not fragment the pool:
-// one allocation of the whole pool succeeds afterwards, without growing.
+// alternately to two streams and freed on them do not fragment the pool: an
+// allocation of the whole pool succeeds afterwards. Stream a may take b's
+// memory once a record of b's event covers it (settled: no synchronization,
+// no growth) or after a device synchronization (bounded: the pool cannot
+// grow); without a maximum, a grows instead of synchronizing.
 func TestPoolTwoStreamFragmentation(t *testing.T) {
 	r0 := testRuntime(t)
-	for _, bounded := range []bool{true, false} {
-		rt := newOrderingRuntime(t)
-		up := newCountingUpstream(t)
-		const size = 32 << 20
-		opts := PoolOptions{InitialSize: size}
-		if bounded {
-			opts.MaximumSize = size
-		}
-		p, err := newPool(rt, up, opts)
-		require.NoError(t, err)
-		a, b := newStream(t, r0), newStream(t, r0)
-		type blk struct {
-			p uintptr
-			s Stream
-		}
-		var blocks []blk
-		for i := 0; i < size/(1<<20); i++ {
-			s := a
-			if i%2 == 1 {
-				s = b
+	const size = 32 << 20
+	for _, mode := range []string{"bounded", "unbounded", "settled"} {
+		t.Run(mode, func(t *testing.T) {
+			rt := newOrderingRuntime(t)
+			up := newCountingUpstream(t)
+			opts := PoolOptions{InitialSize: size}
+			switch mode {
+			case "bounded":
+				opts.MaximumSize = size
+			case "settled":
+				opts.MaximumSize = size + 2<<20
 			}
-			x, err := p.Allocate(s, 1<<20, 256)
+			p, err := newPool(rt, up, opts)
 			require.NoError(t, err)
-			blocks = append(blocks, blk{x, s})
-		}
-		for _, x := range blocks {
-			require.NoError(t, p.Deallocate(x.s, x.p, 1<<20, 256))
-		}
-		before := rt.counts()
-		big, err := p.Allocate(a, size, 256)
-		require.NoError(t, err, "memory freed on two streams must serve one large request")
-		assert.Equal(t, uintptr(size), p.PoolSize(), "without growing")
-		after := rt.counts()
-		assert.Greater(t, after[1], before[1], "a now waits for b")
-		assert.Equal(t, before[2:], after[2:], "without host synchronization")
-		require.NoError(t, p.Deallocate(a, big, size, 256))
-		require.NoError(t, p.Close())
-		assert.Zero(t, up.liveCount())
+			a, b := newStream(t, r0), newStream(t, r0)
+			type blk struct {
+				p uintptr
+				s Stream
+			}
+			var blocks []blk
+			for i := 0; i < size/(1<<20); i++ {
+				s := a
+				if i%2 == 1 {
+					s = b
+				}
+				x, err := p.Allocate(s, 1<<20, 256)
+				require.NoError(t, err)
+				blocks = append(blocks, blk{x, s})
+			}
+			last := blocks[len(blocks)-1] // b's
+			for _, x := range blocks[:len(blocks)-1] {
+				require.NoError(t, p.Deallocate(x.s, x.p, 1<<20, 256))
+			}
+			grown := uintptr(size)
+			if mode == "settled" {
+				// a runs out (no 2 MiB hole in its list), asks b for its
+				// memory and grows by 2 MiB; b's next call records b's event.
+				x, err := p.Allocate(a, 2<<20, 256)
+				require.NoError(t, err)
+				grown += 2 << 20
+				require.Equal(t, grown, p.PoolSize())
+				require.NoError(t, p.Deallocate(a, x, 2<<20, 256))
+				recs := rt.recordsOnStream(b)
+				require.NoError(t, p.Deallocate(last.s, last.p, 1<<20, 256))
+				assert.Equal(t, recs+1, rt.recordsOnStream(b), "b's next call records its event")
+			} else {
+				require.NoError(t, p.Deallocate(last.s, last.p, 1<<20, 256))
+			}
+			before := rt.counts()
+			big, err := p.Allocate(a, size, 256)
+			require.NoError(t, err, "memory freed on two streams must serve one large request")
+			after := rt.counts()
+			switch mode {
+			case "bounded":
+				assert.Equal(t, uintptr(size), p.PoolSize(), "without growing")
+				assert.Equal(t, before[2]+1, after[2], "after one device synchronization")
+			case "unbounded":
+				assert.Equal(t, uintptr(2*size), p.PoolSize(), "a grows rather than synchronize")
+				assert.Equal(t, before[2:], after[2:], "without host synchronization")
+			case "settled":
+				assert.Equal(t, grown, p.PoolSize(), "without growing")
+				assert.Greater(t, after[1], before[1], "a now waits for b")
+				assert.Equal(t, before[2:], after[2:], "without host synchronization")
+			}
+			require.NoError(t, p.Deallocate(a, big, size, 256))
+			require.NoError(t, p.Close())
+			assert.Zero(t, up.liveCount())
+			assert.Empty(t, rt.misuses())
+		})
 	}
 }
 
@@ -360,4 +394,59 @@ func TestPoolComplexity(t *testing.T) {
 	small, large := perOp(1_000), perOp(100_000)
 	t.Logf("per operation: %v with 1e3 live, %v with 1e5 live", small, large)
 	assert.Less(t, large, 20*small)
+}
+
+// BenchmarkPoolHandoff: a pipeline that allocates buffers on stream P and
+// frees them on stream C, 64 in flight, sizes up to 64 KiB, so that P lives
+// on memory freed on C. It reports the event records, waits and device
+// synchronizations per operation (each record or wait costs microseconds on
+// a GPU) and the bytes the pool holds over the peak live bytes.
+func BenchmarkPoolHandoff(b *testing.B) {
+	rt := newOrderingRuntime(b)
+	up := newCountingUpstream(b)
+	p, err := newPool(rt, up, PoolOptions{})
+	require.NoError(b, err)
+	defer p.Close()
+	ps, cs := newStream(b, rt), newStream(b, rt)
+	type buf struct{ p, n uintptr }
+	const inFlight = 64
+	var ring [inFlight]buf
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := make([]uintptr, 4096)
+	for i := range sizes {
+		sizes[i] = uintptr(rng.IntN(64<<10)) + 1
+	}
+	var live, peak uintptr
+	before := rt.counts()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := i % inFlight
+		if ring[k].p != 0 {
+			if err := p.Deallocate(cs, ring[k].p, ring[k].n, 256); err != nil {
+				b.Fatal(err)
+			}
+			live -= ring[k].n
+		}
+		n := sizes[i%len(sizes)]
+		x, err := p.Allocate(ps, n, 256)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ring[k] = buf{x, n}
+		live += n
+		peak = max(peak, live)
+	}
+	b.StopTimer()
+	after := rt.counts()
+	ops := float64(2 * b.N)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/ops, "ns/op")
+	b.ReportMetric(float64(after[0]-before[0])/ops, "records/op")
+	b.ReportMetric(float64(after[1]-before[1])/ops, "waits/op")
+	b.ReportMetric(float64(after[2]-before[2]), "syncs")
+	b.ReportMetric(float64(up.peak)/float64(peak), "held/live")
+	for _, x := range ring {
+		if x.p != 0 {
+			require.NoError(b, p.Deallocate(cs, x.p, x.n, 256))
+		}
+	}
 }

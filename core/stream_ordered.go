@@ -21,31 +21,32 @@ import (
 // for the few nanoseconds an allocation or a free takes.
 //
 // Memory freed on stream S is usable at once by later work on S, so an
-// allocation on S takes it from any of S's lists without further ado. Memory
-// freed on another stream T is usable on S only once S is ordered after the
-// free: the allocation then records an event on T (unless a record made
-// after the free exists already) and makes S wait on it
-// (cudaStreamWaitEvent). Nothing is recorded when memory is freed: a free
-// costs no CUDA call, and a block freed and reused on one stream never
-// costs one. Each stream has one event, re-recorded only when another
-// stream takes memory that a record does not yet cover, and each stream
-// remembers which record of every other stream it already waits for, so a
-// burst of cross-stream reuse costs one record and one wait.
+// allocation on S takes it from any of S's lists without further ado, and a
+// free records nothing. Another stream T may use it only once T is ordered
+// after the free, and the engine never touches a stream handle after the
+// call that passed it has returned, because the caller may destroy the
+// stream at any time after freeing memory on it (RMM allows that) and a
+// destroyed stream's handle is a dangling pointer that CUDA may even hand
+// out again for a new stream. So:
 //
-// Streams are known by their CUDA stream id (cudaStreamGetId), never by
-// handle: a destroyed stream's handle can be reused by a new stream, and
-// memory freed on the old one must not pass to the new one unordered. The
-// legacy default stream (0 and cudaStreamLegacy) needs no lookup. Before
-// recording on a stream the engine checks that the handle still names the
-// stream it knew; when it does not (the stream was destroyed), it
-// synchronizes the device once and marks the stream dead, after which its
-// memory is free for every stream.
+//   - The legacy default stream (0 and cudaStreamLegacy) cannot be
+//     destroyed: T records its event on it lazily, when it first takes
+//     memory freed on it that no record covers yet, and waits on it.
+//   - Every other stream (created streams, and cudaStreamPerThread, which
+//     names a different stream on each thread and cannot be recorded on from
+//     another) is recorded on only during a call the caller makes on it. When
+//     T wants memory freed on S, it marks S wanted; S's next call records
+//     S's event (covering every free on S so far) and moves S's free blocks
+//     to the settled part of its lists, where T takes them after waiting on
+//     the event. A record costs a few microseconds, so it happens only when
+//     another stream has asked for S's memory since S's last record.
+//   - When nothing ordered is left and the resource cannot grow, a device
+//     synchronization makes every block freed before it safe for every
+//     stream (syncMarks, applySync).
 //
-// The per-thread default stream (cudaStreamPerThread) names a different
-// stream on every OS thread, and an event can only be recorded on it from
-// its own thread. Frees on it therefore record the event at once (as RMM
-// does for every free), on the freeing thread, and its memory is known by
-// that thread's stream id.
+// Streams are known by their CUDA stream id (cudaStreamGetId, asked during
+// the caller's call), never by handle: memory freed on a destroyed stream
+// must not pass unordered to a new stream that got the same handle.
 
 //go:linkname runtime_procPin runtime.procPin
 func runtime_procPin() int
@@ -74,20 +75,31 @@ func shardCount() int {
 
 const maxShards = 64
 
-// streamState is what a resource knows about one stream: its handle and
-// id, its event and how often it was recorded, and which records of other
-// streams it already waits for.
+// streamState is what a resource knows about one stream.
+//
+// Blocks freed on the stream carry its epoch at the time of the free, their
+// sequence number seq. Whoever records the stream's event, or synchronizes
+// the device, first advances the epoch to e: every block freed before has
+// seq < e, and its work was enqueued before the record (or the
+// synchronization), so the record covers it.
 type streamState struct {
-	key    uint64 // 0 for the legacy default stream, else id|keyNonDefault
+	key uint64 // 0 for the legacy default stream, else id|keyNonDefault
+	// handle is the stream as first seen, for messages only: it is never
+	// passed to CUDA (it may be dangling by now). The legacy default stream
+	// is recorded on as DefaultStream.
 	handle Stream
-	eager  bool // the per-thread default stream: record at every free
 
-	// recorded counts the records of event. A block freed while recorded
-	// was r is covered by record r+1 and every later one. Written under mu.
+	epoch atomic.Uint64
+	// recorded: blocks with seq < recorded are covered by the event's
+	// latest record. Written under mu.
 	recorded atomic.Uint64
-	// dead: the stream was destroyed and the device synchronized since;
-	// nothing freed on it needs ordering any more.
-	dead atomic.Bool
+	// synced: blocks with seq < synced need no ordering at all (the device
+	// was synchronized after they were freed).
+	synced atomic.Uint64
+	// wanted: another stream wants memory freed on this one that no record
+	// covers; the stream's next call records its event and settles its
+	// lists. Never set for the legacy default stream.
+	wanted atomic.Bool
 	// inflight counts blocks taken from this stream's lists by other
 	// streams that are not ordered after it yet; sweep keeps the stream
 	// while it is not 0. Raised under the list's lock.
@@ -95,10 +107,22 @@ type streamState struct {
 
 	mu     sync.Mutex
 	event  cudart.Event            // created on first record; guarded by mu
-	waited map[*streamState]uint64 // record count of others this stream waits for; guarded by mu
+	waited map[*streamState]uint64 // records of others this stream waits for (their recorded values); guarded by mu
 }
 
 const keyNonDefault = 1 << 63
+
+// durable reports whether any caller may record on the stream at any time:
+// only the legacy default stream, which cannot be destroyed and is the same
+// stream on every thread.
+func (st *streamState) durable() bool { return st.key == 0 }
+
+// ordered reports whether a block freed on st with sequence number seq may
+// go to another stream now, without touching st's handle: st is durable, or
+// a record of st covers the block, or the device was synchronized since.
+func (st *streamState) ordered(seq uint64) bool {
+	return st.key == 0 || seq < st.recorded.Load() || seq < st.synced.Load()
+}
 
 // listBase is the part of every free list the engine manages. The list
 // types of the pool, fixed-size and arena resources embed it.
@@ -107,12 +131,42 @@ type listBase struct {
 	id      int32
 	st      *streamState
 	retired bool // guarded by mu: the list left the engine; insert elsewhere
-	// free is the number of bytes the list holds, kept under mu and read
-	// without it as a hint (to skip lists that cannot serve a request).
-	free relaxedUintptr
+	// cut splits the list (guarded by mu): blocks with seq < cut are
+	// settled (covered by a record or a synchronization, so other streams may
+	// take them), the others are fresh. Only non-durable streams settle.
+	cut uint64
+	// free is the number of bytes the list holds, settled the number of
+	// settled ones; both kept under mu and read without it as hints (to skip
+	// lists that cannot serve a request).
+	free    relaxedUintptr
+	settled relaxedUintptr
+	// freed and frees count the bytes and the frees put into the list since
+	// it last settled (guarded by mu), for noteFreed.
+	freed uintptr
+	frees int
 }
 
 func (l *listBase) base() *listBase { return l }
+
+// fresh returns a hint of the bytes of l that no record covers.
+func (l *listBase) fresh() uintptr { return l.free.Load() - min(l.settled.Load(), l.free.Load()) }
+
+// Batches: a list of a non-durable stream that took at least settleFrees
+// frees and a sixteenth of the resource's size (at least 1 MiB) since it
+// last settled makes its stream settle on its own, when the resource is
+// shared by several streams. Memory freed on a stream
+// that nobody asked for (every stream's own lists were enough so far) then
+// becomes available to the others in batches, at one record per batch,
+// rather than piling up until a device synchronization or a growth.
+const settleFrees = 64
+
+// noteFreed counts n bytes freed into l, for a resource holding size
+// bytes, and reports whether a batch is complete. l.mu is held.
+func (l *listBase) noteFreed(n uintptr, size func() uintptr) bool {
+	l.freed += n
+	l.frees++
+	return l.frees >= settleFrees && l.freed > max(size()/16, 1<<20)
+}
 
 // listPtr constrains the engine's list type: a pointer to a struct that
 // embeds listBase.
@@ -147,6 +201,16 @@ func (t *streamTable[T]) find(key uint64) *streamLists[T] {
 	return nil
 }
 
+// each calls fn for every stream of the table.
+func (t *streamTable[T]) each(fn func(sl *streamLists[T])) {
+	for _, sl := range t.small {
+		fn(sl)
+	}
+	for _, sl := range t.big {
+		fn(sl)
+	}
+}
+
 const smallStreams = 8
 
 // engine is the stream-ordered list machinery of one resource.
@@ -155,6 +219,10 @@ type engine[T any, PT listPtr[T]] struct {
 	kind    string
 	mask    uint32
 	newList func(st *streamState) PT
+	// settleList moves the blocks of l freed before cut (seq < cut) to its
+	// settled part and sets l.cut (l.mu is held, cut > l.cut); nil when the
+	// resource's lists have nothing to settle (the arena's).
+	settleList func(l PT, cut uint64)
 
 	def   *streamLists[T] // the legacy default stream
 	table atomic.Pointer[streamTable[T]]
@@ -166,8 +234,8 @@ type engine[T any, PT listPtr[T]] struct {
 	swept  int // streams after the last clean-up
 }
 
-func (e *engine[T, PT]) init(r cudart.Runtime, kind string, newList func(st *streamState) PT) {
-	e.rt, e.kind, e.newList = r, kind, newList
+func (e *engine[T, PT]) init(r cudart.Runtime, kind string, newList func(st *streamState) PT, settleList func(l PT, cut uint64)) {
+	e.rt, e.kind, e.newList, e.settleList = r, kind, newList, settleList
 	n := shardCount()
 	e.mask = uint32(n - 1)
 	e.def = &streamLists[T]{st: &streamState{}, shards: make([]atomic.Pointer[T], n)}
@@ -202,7 +270,8 @@ func cudaStreamError(err error) error {
 	return fmt.Errorf("%w: %w", ErrCUDA, err)
 }
 
-// lookup returns the lists of stream s, making them on first use.
+// lookup returns the lists of stream s, making them on first use. s must
+// be the caller's stream, alive for the duration of the call.
 func (e *engine[T, PT]) lookup(s Stream) (*streamLists[T], error) {
 	if s == DefaultStream || s == cudart.LegacyDefaultStream {
 		return e.def, nil
@@ -221,7 +290,7 @@ func (e *engine[T, PT]) lookup(s Stream) (*streamLists[T], error) {
 		return sl, nil
 	}
 	sl := &streamLists[T]{
-		st:     &streamState{key: key, handle: s, eager: s == cudart.PerThreadDefaultStream},
+		st:     &streamState{key: key, handle: s},
 		shards: make([]atomic.Pointer[T], len(e.def.shards)),
 	}
 	nt := &streamTable[T]{small: old.small, big: old.big}
@@ -294,10 +363,10 @@ func (e *engine[T, PT]) needSweep() bool {
 	return e.states >= 2*e.swept+smallStreams
 }
 
-// sweep drops lists that hold nothing and whose stream is dead or was not
-// used for allocation meanwhile, and the streams left without lists, so
-// that a program creating and destroying many streams does not make the
-// resource slower or larger over time. Every list must be locked (ls, from
+// sweep drops lists that hold nothing and whose stream was not used for
+// allocation meanwhile, and the streams left without lists, so that a
+// program creating and destroying many streams does not make the resource
+// slower or larger over time. Every list must be locked (ls, from
 // lockAll); keep is never dropped. It returns whether anything was
 // dropped.
 func (e *engine[T, PT]) sweep(ls []PT, keep PT) bool {
@@ -348,13 +417,12 @@ func (e *engine[T, PT]) sweep(ls []PT, keep PT) bool {
 	for k, sl := range old.big {
 		if drop[sl.st] {
 			sl.gone = true
+			continue
 		}
-		if !drop[sl.st] {
-			if nt.big == nil {
-				nt.big = make(map[uint64]*streamLists[T])
-			}
-			nt.big[k] = sl
+		if nt.big == nil {
+			nt.big = make(map[uint64]*streamLists[T])
 		}
+		nt.big[k] = sl
 	}
 	var kept []PT
 	for _, l := range e.allLists() {
@@ -392,64 +460,179 @@ func (e *engine[T, PT]) forget(st *streamState) {
 		o.mu.Unlock()
 	}
 	visit(e.def.st)
-	t := e.table.Load()
-	for _, sl := range t.small {
-		visit(sl.st)
-	}
-	for _, sl := range t.big {
-		visit(sl.st)
-	}
+	e.table.Load().each(func(sl *streamLists[T]) { visit(sl.st) })
 }
 
-// freeSeq returns the sequence number a block freed now on st carries. For
-// the per-thread default stream it records st's event first (on the
-// calling thread, which the caller holds), so that the record covers the
-// free.
-func (e *engine[T, PT]) freeSeq(st *streamState) (uint64, error) {
-	if !st.eager {
-		return st.recorded.Load(), nil
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	seq := st.recorded.Load()
-	if err := e.recordLocked(st); err != nil {
-		return 0, err
-	}
-	return seq, nil
-}
-
-// recordLocked records st's event on st. st.mu is held.
-func (e *engine[T, PT]) recordLocked(st *streamState) error {
+// recordLocked records st's event on s, which names st and is alive (the
+// caller's stream during its call, or the legacy default stream), and
+// returns the new recorded mark: every block freed on st so far has a
+// smaller sequence number. st.mu is held.
+func (e *engine[T, PT]) recordLocked(st *streamState, s Stream) (uint64, error) {
 	if st.event == 0 {
 		ev, err := e.rt.EventCreate(cudart.EventFlagDisableTiming)
 		if err != nil {
-			return cudaError(e.kind+": creating a stream event", err)
+			return 0, cudaError(e.kind+": creating a stream event", err)
 		}
 		st.event = ev
 	}
-	if err := e.rt.EventRecord(st.event, st.handle); err != nil {
-		return cudaError(e.kind+": recording a stream event", err)
+	// Advance the epoch before recording: a free that read the old epoch
+	// did so before this record was enqueued, so the record covers it.
+	cut := st.epoch.Add(1)
+	if err := e.rt.EventRecord(st.event, s); err != nil {
+		return 0, cudaError(e.kind+": recording a stream event", err)
 	}
-	st.recorded.Add(1)
+	st.recorded.Store(cut)
+	return cut, nil
+}
+
+// want marks st as wanted by another stream, unless it is durable (others
+// record on it themselves). Cheap when already marked.
+func (e *engine[T, PT]) want(st *streamState) {
+	if st.key != 0 && !st.wanted.Load() {
+		st.wanted.Store(true)
+	}
+}
+
+// wantOthers marks streams but st that hold memory no record covers (in
+// ls, every list) as wanted, so that their next calls settle it: a stream
+// that ran out of its own memory asks the others for theirs. Before it
+// looks for ordered memory (short set), it asks only the streams whose
+// fresh memory exceeds a sixteenth of their settled memory, so that a
+// stream living on another's memory makes it record once per few frees
+// rather than at every call, while its settled memory never runs dry
+// (which would grow the resource); when it found none, it asks every
+// stream with fresh memory. It reads hints only.
+func (e *engine[T, PT]) wantOthers(ls []PT, st *streamState, short bool) {
+	for _, l := range ls {
+		b := l.base()
+		if f := b.fresh(); b.st != st && f != 0 && (!short || f*16 > b.settled.Load()) {
+			e.want(b.st)
+		}
+	}
+}
+
+// maybeSettle settles stream sl when another stream wants its memory. s is
+// the caller's stream (sl's), alive during the call. Call it during every
+// operation on a non-default stream; it costs one load when not wanted.
+func (e *engine[T, PT]) maybeSettle(sl *streamLists[T], s Stream) {
+	if sl.st.wanted.Load() {
+		e.settle(sl, s)
+	}
+}
+
+// shared reports whether the resource knows at least two streams besides
+// the legacy default one: only then are batches settled (a lone stream's
+// memory is wanted by nobody, or by the default stream, which asks).
+func (e *engine[T, PT]) shared() bool {
+	t := e.table.Load()
+	return len(t.small)+len(t.big) >= 2
+}
+
+// settleNow settles stream sl (the caller's, s) at once, after a
+// defragmentation or a growth put memory that any stream could use into its
+// fresh lists; unless the stream is durable, or (with ifShared, for a
+// growth) the resource knows no other stream to use it: a stream that never
+// settled keeps the cheapest lists.
+func (e *engine[T, PT]) settleNow(sl *streamLists[T], s Stream, ifShared bool) {
+	if !sl.st.durable() && (!ifShared || e.shared()) {
+		sl.st.wanted.Store(true)
+		e.settle(sl, s)
+	}
+}
+
+// settle records sl's event on s (sl's stream, the caller's) and moves
+// every block freed on it so far to the settled part of its lists, where
+// other streams may take it after waiting on the event. A failed record is
+// not the caller's operation's failure: the memory stays unsettled, and
+// others fall back to a device synchronization.
+func (e *engine[T, PT]) settle(sl *streamLists[T], s Stream) {
+	st := sl.st
+	if !st.wanted.CompareAndSwap(true, false) {
+		return // another call on the stream settles it
+	}
+	st.mu.Lock()
+	cut, err := e.recordLocked(st, s)
+	st.mu.Unlock()
+	if err == nil {
+		e.settleLists(sl, cut)
+	}
+}
+
+// settleLists moves the blocks of sl's lists freed before cut to their
+// settled parts.
+func (e *engine[T, PT]) settleLists(sl *streamLists[T], cut uint64) {
+	if e.settleList == nil {
+		return
+	}
+	for i := range sl.shards {
+		p := sl.shards[i].Load()
+		if p == nil {
+			continue
+		}
+		l := PT(p)
+		b := l.base()
+		b.mu.Lock()
+		if cut > b.cut {
+			e.settleList(l, cut)
+			b.freed, b.frees = 0, 0
+		}
+		b.mu.Unlock()
+	}
+}
+
+// syncMark is a stream's epoch taken before a device synchronization.
+type syncMark[T any] struct {
+	sl   *streamLists[T]
+	mark uint64
+}
+
+// syncMarks advances every stream's epoch before a device synchronization
+// and returns the new epochs: once the synchronization has returned, every
+// block freed on a stream with a sequence number below its mark is idle.
+// Pass them to applySync.
+func (e *engine[T, PT]) syncMarks() []syncMark[T] {
+	ms := []syncMark[T]{{e.def, e.def.st.epoch.Add(1)}}
+	e.table.Load().each(func(sl *streamLists[T]) {
+		ms = append(ms, syncMark[T]{sl, sl.st.epoch.Add(1)})
+	})
+	return ms
+}
+
+// applySync notes that the device was synchronized after syncMarks
+// returned ms: the blocks freed before need no ordering and are settled.
+func (e *engine[T, PT]) applySync(ms []syncMark[T]) {
+	for _, m := range ms {
+		st := m.sl.st
+		for {
+			old := st.synced.Load()
+			if old >= m.mark || st.synced.CompareAndSwap(old, m.mark) {
+				break
+			}
+		}
+		if !st.durable() {
+			e.settleLists(m.sl, m.mark)
+		}
+	}
+}
+
+// synchronize synchronizes the device, after which every block freed before
+// the call is free for every stream. The caller holds no list lock.
+func (e *engine[T, PT]) synchronize() error {
+	ms := e.syncMarks()
+	if err := e.rt.DeviceSynchronize(); err != nil {
+		return cudaError(e.kind+": synchronizing the device to reuse memory freed on other streams", err)
+	}
+	e.applySync(ms)
 	return nil
 }
 
-// alive reports whether st's handle still names the stream st knew. The
-// per-thread default stream is never asked (it is only recorded on its
-// own thread) and the legacy default stream is always alive.
-func (e *engine[T, PT]) alive(st *streamState) bool {
-	if st.key == 0 {
-		return true
-	}
-	id, err := e.rt.StreamGetID(st.handle)
-	return err == nil && id|keyNonDefault == st.key
-}
-
-// orderAfter makes stream w wait for the work that stream o had enqueued
-// when a block with sequence number seq was freed on it, so that w may use
-// the block. It never blocks the host, except once per destroyed stream.
-func (e *engine[T, PT]) orderAfter(w, o *streamState, seq uint64) error {
-	if w == o || o.dead.Load() {
+// orderAfter makes w's stream, ws (the caller's stream, alive during the
+// call), wait for the work that stream o had enqueued when a block with
+// sequence number seq was freed on it, so that w may use the block. o must
+// be ordered for seq (o.ordered(seq)): the only stream it records on is the
+// legacy default stream. It never blocks the host.
+func (e *engine[T, PT]) orderAfter(ws Stream, w, o *streamState, seq uint64) error {
+	if w == o || seq < o.synced.Load() {
 		return nil
 	}
 	w.mu.Lock()
@@ -459,34 +642,25 @@ func (e *engine[T, PT]) orderAfter(w, o *streamState, seq uint64) error {
 		return nil
 	}
 	o.mu.Lock()
-	if o.dead.Load() {
-		o.mu.Unlock()
-		return nil
-	}
 	r := o.recorded.Load()
 	if r <= seq {
-		// No record covers the free yet: record one now, on o. A
-		// per-thread default stream records at every free, so it never
-		// gets here; a destroyed stream cannot be recorded on.
-		if o.eager || !e.alive(o) {
-			err := e.rt.DeviceSynchronize()
-			if err == nil {
-				o.dead.Store(true)
-			}
+		if !o.durable() {
 			o.mu.Unlock()
-			if err != nil {
-				return cudaError(e.kind+": synchronizing after a destroyed stream", err)
+			if seq < o.synced.Load() {
+				return nil
 			}
-			return nil
+			return fmt.Errorf("%s: %w: internal error: memory freed on stream %#x was taken before a record covered it", e.kind, ErrBadAlloc, uintptr(o.handle))
 		}
-		if err := e.recordLocked(o); err != nil {
+		// No record covers the free yet: record one now on the legacy
+		// default stream, which cannot have been destroyed.
+		var err error
+		if r, err = e.recordLocked(o, DefaultStream); err != nil {
 			o.mu.Unlock()
 			return err
 		}
-		r = o.recorded.Load()
 	}
-	// o.mu is held, so the event's latest record is record r.
-	err := e.rt.StreamWaitEvent(w.handle, o.event)
+	// o.mu is held, so the event's latest record is the one r stands for.
+	err := e.rt.StreamWaitEvent(ws, o.event)
 	o.mu.Unlock()
 	if err != nil {
 		return cudaError(e.kind+": waiting on another stream's event", err)
@@ -517,12 +691,6 @@ func (e *engine[T, PT]) close() error {
 		st.mu.Unlock()
 	}
 	destroy(e.def.st)
-	t := e.table.Load()
-	for _, sl := range t.small {
-		destroy(sl.st)
-	}
-	for _, sl := range t.big {
-		destroy(sl.st)
-	}
+	e.table.Load().each(func(sl *streamLists[T]) { destroy(sl.st) })
 	return first
 }

@@ -243,24 +243,75 @@ func raceScale(n int) int {
 }
 
 // orderingRuntime wraps a runtime and counts the calls that order streams or
-// block the host, so that tests can prove what the fast paths do not do.
+// block the host, so that tests can prove what the fast paths do not do. It
+// also catches any call on a stream destroyed through it, or any call the
+// runtime refused for an invalid handle: on a GPU such a call is a use of a
+// dangling pointer.
 type orderingRuntime struct {
 	cudart.Runtime
 	records, waits, deviceSyncs, streamSyncs, streamIDs atomic.Int64
+
+	mu        sync.Mutex
+	recordsOn map[cudart.Stream]int
+	destroyed map[cudart.Stream]bool
+	misuse    []string
 }
 
 func newOrderingRuntime(t testing.TB) *orderingRuntime {
-	return &orderingRuntime{Runtime: testRuntime(t)}
+	return &orderingRuntime{Runtime: testRuntime(t), recordsOn: map[cudart.Stream]int{}, destroyed: map[cudart.Stream]bool{}}
+}
+
+// check notes a call of fn on stream s that used a destroyed stream or was
+// refused for an invalid handle.
+func (c *orderingRuntime) check(fn string, s cudart.Stream, err error) {
+	var ce *cudart.Error
+	bad := errors.As(err, &ce) && ce.Code == cudart.ErrorInvalidResourceHandle
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed[s] || bad {
+		c.misuse = append(c.misuse, fmt.Sprintf("%s on stream %#x (destroyed: %v): %v", fn, uintptr(s), c.destroyed[s], err))
+	}
+}
+
+// misuses returns the calls check caught.
+func (c *orderingRuntime) misuses() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.misuse...)
+}
+
+// recordsOnStream returns the number of event records made on s.
+func (c *orderingRuntime) recordsOnStream(s cudart.Stream) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recordsOn[s]
+}
+
+func (c *orderingRuntime) StreamDestroy(s cudart.Stream) error {
+	err := c.Runtime.StreamDestroy(s)
+	if err == nil {
+		c.mu.Lock()
+		c.destroyed[s] = true
+		c.mu.Unlock()
+	}
+	return err
 }
 
 func (c *orderingRuntime) EventRecord(e cudart.Event, s cudart.Stream) error {
 	c.records.Add(1)
-	return c.Runtime.EventRecord(e, s)
+	c.mu.Lock()
+	c.recordsOn[s]++
+	c.mu.Unlock()
+	err := c.Runtime.EventRecord(e, s)
+	c.check("cudaEventRecord", s, err)
+	return err
 }
 
 func (c *orderingRuntime) StreamWaitEvent(s cudart.Stream, e cudart.Event) error {
 	c.waits.Add(1)
-	return c.Runtime.StreamWaitEvent(s, e)
+	err := c.Runtime.StreamWaitEvent(s, e)
+	c.check("cudaStreamWaitEvent", s, err)
+	return err
 }
 
 func (c *orderingRuntime) DeviceSynchronize() error {
@@ -270,12 +321,22 @@ func (c *orderingRuntime) DeviceSynchronize() error {
 
 func (c *orderingRuntime) StreamSynchronize(s cudart.Stream) error {
 	c.streamSyncs.Add(1)
-	return c.Runtime.StreamSynchronize(s)
+	err := c.Runtime.StreamSynchronize(s)
+	c.check("cudaStreamSynchronize", s, err)
+	return err
+}
+
+func (c *orderingRuntime) StreamQuery(s cudart.Stream) error {
+	err := c.Runtime.StreamQuery(s)
+	c.check("cudaStreamQuery", s, err)
+	return err
 }
 
 func (c *orderingRuntime) StreamGetID(s cudart.Stream) (uint64, error) {
 	c.streamIDs.Add(1)
-	return c.Runtime.StreamGetID(s)
+	id, err := c.Runtime.StreamGetID(s)
+	c.check("cudaStreamGetId", s, err)
+	return id, err
 }
 
 // counts returns (records, waits, device syncs, stream syncs).

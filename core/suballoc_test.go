@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,8 +81,13 @@ func TestSubAllocatorInvalidFrees(t *testing.T) {
 			requireIs(t, r.Deallocate(DefaultStream, p+256, 1000, DefaultAlignment), ErrInvalidPointer, "an interior pointer")
 			require.NoError(t, r.Deallocate(DefaultStream, p, 1000, DefaultAlignment))
 			requireIs(t, r.Deallocate(DefaultStream, p, 1000, DefaultAlignment), ErrInvalidPointer, "a double free")
-			_, err = r.Allocate(Stream(0xdead0000), 100, DefaultAlignment)
-			requireIs(t, err, ErrInvalidArgument, "a stream that does not exist")
+			if isSimulated(t) {
+				// On a GPU a forged stream is a wild pointer that CUDA
+				// dereferences (the caller's error, as in RMM): only the
+				// simulated device can report it.
+				_, err = r.Allocate(Stream(0xdead0000), 100, DefaultAlignment)
+				requireIs(t, err, ErrInvalidArgument, "a stream that does not exist")
+			}
 			require.NoError(t, r.Deallocate(DefaultStream, q, 1000, DefaultAlignment))
 		})
 	}
@@ -152,57 +158,69 @@ func TestSubAllocatorConcurrent(t *testing.T) {
 	}
 }
 
-// TestSubAllocatorCrossStreamReuse: memory freed on stream A while A still
-// has queued work that writes it may go to stream B only after B waits for
-// A. With A paused, a fill queued on A and then the block freed on A, the
-// block allocated on B and filled on B must hold B's value once A runs.
+// orderMaker builds a sub-allocator for the stream-order tests: blocks of
+// size bytes, the default stream's memory (taken at construction) enough
+// for initial bytes, and at most max bytes in all. extra is the size of the
+// second block the freeing stream keeps in TestSubAllocatorSettledReuse.
+type orderMaker struct {
+	name  string
+	extra func(size uintptr) uintptr
+	make  func(t *testing.T, r cudart.Runtime, up *countingUpstream, size, initial, max uintptr) subAllocator
+}
+
+var orderMakers = []orderMaker{
+	{"pool", func(uintptr) uintptr { return 64 << 10 }, func(t *testing.T, r cudart.Runtime, up *countingUpstream, size, initial, max uintptr) subAllocator {
+		p, err := newPool(r, up, PoolOptions{InitialSize: initial, MaximumSize: max})
+		require.NoError(t, err)
+		return p
+	}},
+	{"fixed_size", func(size uintptr) uintptr { return size }, func(t *testing.T, r cudart.Runtime, up *countingUpstream, size, initial, max uintptr) subAllocator {
+		up.limit = max
+		f, err := newFixedSize(r, up, FixedSizeOptions{BlockSize: size, BlocksToPreallocate: 1})
+		require.NoError(t, err)
+		return f
+	}},
+	{"arena", func(uintptr) uintptr { return 2 * smallLimit }, func(t *testing.T, r cudart.Runtime, up *countingUpstream, size, initial, max uintptr) subAllocator {
+		a, err := newArena(r, up, ArenaOptions{ArenaSize: max})
+		require.NoError(t, err)
+		return a
+	}},
+	{"binning", func(size uintptr) uintptr { return size }, func(t *testing.T, r cudart.Runtime, up *countingUpstream, size, initial, max uintptr) subAllocator {
+		up.limit = max
+		b, err := newBinning(r, up, -1, -1)
+		require.NoError(t, err)
+		f, err := newFixedSize(r, up, FixedSizeOptions{BlockSize: size, BlocksToPreallocate: 1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = f.Close() })
+		require.NoError(t, b.AddBin(size, f))
+		return b
+	}},
+}
+
+// TestSubAllocatorCrossStreamReuse: memory freed on the legacy default
+// stream while it still has queued work that writes it may go to stream B
+// only after B waits for it. With the default stream paused, a fill queued
+// on it and then the block freed on it, the block allocated on B and filled
+// on B must hold B's value once the default stream runs. The default stream
+// cannot be destroyed, so B records its event on it lazily: one record and
+// one wait, no synchronization.
 func TestSubAllocatorCrossStreamReuse(t *testing.T) {
 	sim := simDevice(t)
 	const size = 4 << 20
-	cases := []struct {
-		name string
-		make func(t *testing.T, r cudart.Runtime, up *countingUpstream) subAllocator
-	}{
-		{"pool", func(t *testing.T, r cudart.Runtime, up *countingUpstream) subAllocator {
-			p, err := newPool(r, up, PoolOptions{InitialSize: size, MaximumSize: size})
-			require.NoError(t, err)
-			return p
-		}},
-		{"fixed_size", func(t *testing.T, r cudart.Runtime, up *countingUpstream) subAllocator {
-			up.limit = size
-			f, err := newFixedSize(r, up, FixedSizeOptions{BlockSize: size, BlocksToPreallocate: 1})
-			require.NoError(t, err)
-			return f
-		}},
-		{"arena", func(t *testing.T, r cudart.Runtime, up *countingUpstream) subAllocator {
-			a, err := newArena(r, up, ArenaOptions{ArenaSize: size})
-			require.NoError(t, err)
-			return a
-		}},
-		{"binning", func(t *testing.T, r cudart.Runtime, up *countingUpstream) subAllocator {
-			up.limit = size
-			b, err := newBinning(r, up, -1, -1)
-			require.NoError(t, err)
-			f, err := newFixedSize(r, up, FixedSizeOptions{BlockSize: size, BlocksToPreallocate: 1})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = f.Close() })
-			require.NoError(t, b.AddBin(size, f))
-			return b
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+	for _, m := range orderMakers {
+		t.Run(m.name, func(t *testing.T) {
 			rt := newOrderingRuntime(t)
 			up := newCountingUpstream(t)
-			r := c.make(t, rt, up)
+			r := m.make(t, rt, up, size, size, size)
 			defer r.Close()
-			a, b := newStream(t, sim), newStream(t, sim)
+			a, b := DefaultStream, newStream(t, sim)
 
 			x, err := r.Allocate(a, size, DefaultAlignment)
 			require.NoError(t, err)
 			require.NoError(t, sim.PauseStream(a))
-			t.Cleanup(func() { _ = sim.ResumeStream(a) })
-			require.NoError(t, sim.MemsetAsync(x, 0xAA, size, a)) // queued: A is paused
+			defer sim.ResumeStream(a) // before Close, which synchronizes
+			// Queued: A is paused.
+			require.NoError(t, sim.MemsetAsync(x, 0xAA, size, a))
 			require.NoError(t, r.Deallocate(a, x, size, DefaultAlignment))
 
 			before := rt.counts()
@@ -211,6 +229,7 @@ func TestSubAllocatorCrossStreamReuse(t *testing.T) {
 			require.Equal(t, x, y, "the only block is the one freed on A")
 			after := rt.counts()
 			assert.Equal(t, before[0]+1, after[0], "one event record on A")
+			assert.Equal(t, 1, rt.recordsOnStream(a), "on A")
 			assert.Equal(t, before[1]+1, after[1], "one wait on B")
 			assert.Equal(t, before[2:], after[2:], "no host synchronization")
 			require.Error(t, sim.StreamQuery(b), "B must wait for A, which is paused")
@@ -227,58 +246,162 @@ func TestSubAllocatorCrossStreamReuse(t *testing.T) {
 			assert.Equal(t, y, z)
 			assert.Equal(t, before, rt.counts(), "reuse on the freeing stream costs no CUDA call")
 			require.NoError(t, r.Deallocate(b, z, size, DefaultAlignment))
+			assert.Empty(t, rt.misuses())
+		})
+	}
+}
+
+// TestSubAllocatorSettledReuse: memory freed on a created stream A goes to
+// stream B only through a record of A's event made during a later call on
+// A, and is then used by B even after A is destroyed, without any call on
+// A's handle. A frees x with a fill of x queued (A paused); B asks for
+// memory, which marks A wanted and grows instead of touching A; A's next
+// call (freeing its other block w) records A's event; A is destroyed; B's
+// next allocation takes x (or w) after one wait, and B's fill lands after
+// A's once A runs.
+func TestSubAllocatorSettledReuse(t *testing.T) {
+	sim := simDevice(t)
+	const size = 4 << 20
+	for _, m := range orderMakers {
+		t.Run(m.name, func(t *testing.T) {
+			rt := newOrderingRuntime(t)
+			up := newCountingUpstream(t)
+			extra := m.extra(size)
+			r := m.make(t, rt, up, size, size+extra, 2*size+extra)
+			defer r.Close()
+			a, err := sim.StreamCreate(cudart.StreamFlagDefault)
+			require.NoError(t, err)
+			b := newStream(t, sim)
+
+			x, err := r.Allocate(a, size, DefaultAlignment)
+			require.NoError(t, err)
+			w, err := r.Allocate(a, extra, DefaultAlignment)
+			require.NoError(t, err)
+			require.NoError(t, sim.PauseStream(a))
+			defer sim.ResumeStream(a) // before Close, which synchronizes
+			require.NoError(t, sim.MemsetAsync(x, 0xAA, size, a))
+			require.NoError(t, sim.MemsetAsync(w, 0xAA, extra, a))
+			require.NoError(t, r.Deallocate(a, x, size, DefaultAlignment))
+
+			before := rt.counts()
+			onA := rt.recordsOnStream(a) // growth settles the grower: fixed-size recorded on A for w
+			z, err := r.Allocate(b, size, DefaultAlignment)
+			require.NoError(t, err, "B grows instead of waiting for A")
+			assert.NotEqual(t, x, z, "nothing orders B after A yet")
+			mid := rt.counts()
+			assert.Equal(t, before[2:], mid[2:], "no host synchronization")
+			assert.Equal(t, onA, rt.recordsOnStream(a), "B never records on A")
+
+			require.NoError(t, r.Deallocate(a, w, extra, DefaultAlignment))
+			assert.Equal(t, onA+1, rt.recordsOnStream(a), "A's next call records A's event")
+			require.NoError(t, rt.StreamDestroy(a), "destroying a stream after freeing memory on it is legal")
+
+			before = rt.counts()
+			y, err := r.Allocate(b, size, DefaultAlignment)
+			require.NoError(t, err)
+			assert.Contains(t, []uintptr{x, w}, y, "a block freed on A")
+			after := rt.counts()
+			assert.Equal(t, before[0], after[0], "no record")
+			assert.Equal(t, before[1]+1, after[1], "one wait on B")
+			assert.Equal(t, before[2:], after[2:], "no host synchronization")
+			require.Error(t, sim.StreamQuery(b), "B waits for A, which is paused")
+
+			require.NoError(t, sim.MemsetAsync(y, 0xBB, size, b))
+			require.NoError(t, sim.ResumeStream(a))
+			require.NoError(t, expect(sim, y, size, 0xBB, b), "B's fill ran after A's")
+			require.NoError(t, r.Deallocate(b, y, size, DefaultAlignment))
+			require.NoError(t, r.Deallocate(b, z, size, DefaultAlignment))
+			assert.Empty(t, rt.misuses(), "no call on the destroyed stream")
 		})
 	}
 }
 
 // TestSubAllocatorDestroyedStream: memory freed on a stream that is then
-// destroyed is reused by another stream after one device synchronization
-// (its event cannot be recorded any more).
+// destroyed, with its work still queued and no record covering the free,
+// is reused by another stream only after a device synchronization, which
+// waits for the destroyed stream's work; its handle is never used again.
 func TestSubAllocatorDestroyedStream(t *testing.T) {
 	sim := simDevice(t)
 	const size = 2 << 20
-	rt := newOrderingRuntime(t)
-	up := newCountingUpstream(t)
-	p, err := newPool(rt, up, PoolOptions{InitialSize: size, MaximumSize: size})
-	require.NoError(t, err)
-	defer p.Close()
-	s, err := sim.StreamCreate(0)
-	require.NoError(t, err)
-	x, err := p.Allocate(s, size, DefaultAlignment)
-	require.NoError(t, err)
-	require.NoError(t, p.Deallocate(s, x, size, DefaultAlignment))
-	require.NoError(t, sim.StreamDestroy(s))
-	before := rt.counts()
-	y, err := p.Allocate(DefaultStream, size, DefaultAlignment)
-	require.NoError(t, err)
-	assert.Equal(t, x, y)
-	after := rt.counts()
-	assert.Equal(t, before[2]+1, after[2], "one device synchronization")
-	assert.Equal(t, before[0], after[0], "no record on a destroyed stream")
-	_, err = p.Allocate(s, 256, DefaultAlignment)
-	requireIs(t, err, ErrInvalidArgument, "a destroyed stream")
-	require.NoError(t, p.Deallocate(DefaultStream, y, size, DefaultAlignment))
+	for _, m := range orderMakers {
+		t.Run(m.name, func(t *testing.T) {
+			rt := newOrderingRuntime(t)
+			up := newCountingUpstream(t)
+			r := m.make(t, rt, up, size, size, size)
+			defer r.Close()
+			a, err := sim.StreamCreate(cudart.StreamFlagDefault)
+			require.NoError(t, err)
+			b := newStream(t, sim)
+			x, err := r.Allocate(a, size, DefaultAlignment)
+			require.NoError(t, err)
+			require.NoError(t, sim.PauseStream(a))
+			defer sim.ResumeStream(a) // before Close, which synchronizes
+			require.NoError(t, sim.MemsetAsync(x, 0xAA, size, a))
+			require.NoError(t, r.Deallocate(a, x, size, DefaultAlignment))
+			require.NoError(t, rt.StreamDestroy(a))
+
+			before := rt.counts()
+			type result struct {
+				p   uintptr
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				p, err := r.Allocate(b, size, DefaultAlignment)
+				done <- result{p, err}
+			}()
+			select {
+			case res := <-done:
+				t.Fatalf("the allocation returned (%#x, %v) while the destroyed stream's work is pending", res.p, res.err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			require.NoError(t, sim.ResumeStream(a))
+			res := <-done
+			require.NoError(t, res.err)
+			assert.Equal(t, x, res.p)
+			after := rt.counts()
+			assert.Equal(t, before[2]+1, after[2], "one device synchronization")
+			assert.Zero(t, rt.recordsOnStream(a), "no record on a destroyed stream")
+			require.NoError(t, sim.MemsetAsync(res.p, 0xBB, size, b))
+			require.NoError(t, expect(sim, res.p, size, 0xBB, b))
+			assert.Empty(t, rt.misuses(), "no call on the destroyed stream")
+
+			_, err = r.Allocate(a, 256, DefaultAlignment)
+			requireIs(t, err, ErrInvalidArgument, "a destroyed stream (the caller's error, reported by the simulator)")
+			require.NoError(t, r.Deallocate(b, res.p, size, DefaultAlignment))
+		})
+	}
 }
 
-// TestSubAllocatorPerThreadDefaultStream: frees on the per-thread default
-// stream record its event at once (it cannot be recorded from another
-// thread later), so another stream reuses the memory with a wait only.
+// TestSubAllocatorPerThreadDefaultStream: the per-thread default stream
+// names another stream on each thread, so no other thread may record on
+// it. Frees on it record nothing; another stream that wants its memory
+// marks it, and its next call (on its own thread) records its event.
 func TestSubAllocatorPerThreadDefaultStream(t *testing.T) {
 	sim := simDevice(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	const size = 1 << 20
+	const size, extra = 1 << 20, 64 << 10
 	rt := newOrderingRuntime(t)
 	up := newCountingUpstream(t)
-	p, err := newPool(rt, up, PoolOptions{InitialSize: size, MaximumSize: size})
+	p, err := newPool(rt, up, PoolOptions{InitialSize: size + extra, MaximumSize: 2*size + extra})
 	require.NoError(t, err)
 	defer p.Close()
-	x, err := p.Allocate(cudart.PerThreadDefaultStream, size, DefaultAlignment)
+	pt := cudart.PerThreadDefaultStream
+	x, err := p.Allocate(pt, size, DefaultAlignment)
+	require.NoError(t, err)
+	w, err := p.Allocate(pt, extra, DefaultAlignment)
 	require.NoError(t, err)
 	before := rt.counts()
-	require.NoError(t, p.Deallocate(cudart.PerThreadDefaultStream, x, size, DefaultAlignment))
-	assert.Equal(t, before[0]+1, rt.counts()[0], "a free on the per-thread stream records its event")
+	require.NoError(t, p.Deallocate(pt, x, size, DefaultAlignment))
+	assert.Equal(t, before, rt.counts(), "a free records nothing")
 	other := newStream(t, sim)
+	z, err := p.Allocate(other, size, DefaultAlignment)
+	require.NoError(t, err)
+	assert.NotEqual(t, x, z)
+	assert.Zero(t, rt.recordsOnStream(pt))
+	require.NoError(t, p.Deallocate(pt, w, extra, DefaultAlignment))
+	assert.Equal(t, 1, rt.recordsOnStream(pt), "the next call records, on its own thread")
 	before = rt.counts()
 	y, err := p.Allocate(other, size, DefaultAlignment)
 	require.NoError(t, err)
@@ -286,7 +409,10 @@ func TestSubAllocatorPerThreadDefaultStream(t *testing.T) {
 	after := rt.counts()
 	assert.Equal(t, before[0], after[0], "no further record")
 	assert.Equal(t, before[1]+1, after[1], "one wait")
+	assert.Equal(t, before[2:], after[2:], "no synchronization")
 	require.NoError(t, p.Deallocate(other, y, size, DefaultAlignment))
+	require.NoError(t, p.Deallocate(other, z, size, DefaultAlignment))
+	assert.Empty(t, rt.misuses())
 }
 
 // TestSubAllocatorNoHostSync: the random workload over several streams,
@@ -305,7 +431,7 @@ func TestSubAllocatorNoHostSync(t *testing.T) {
 			require.NoError(t, err)
 			after := rt.counts()
 			assert.Equal(t, before[2:], after[2:], "no device or stream synchronization")
-			t.Logf("%s: %d event records and %d waits for %d operations", m.name, after[0]-before[0], after[1]-before[1], raceScale(20000))
+			t.Logf("%s: %d event records and %d waits for %d operations; upstream peak %d KiB", m.name, after[0]-before[0], after[1]-before[1], raceScale(20000), up.peak>>10)
 		})
 	}
 }
