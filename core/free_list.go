@@ -438,7 +438,7 @@ func (l *heapList) settle(pg nodePages, cut uint64) {
 }
 
 const (
-	leafBits  = 12 // slots per leaf: a leaf covers 1 MiB
+	leafBits  = 8 // 256 slots per leaf: a leaf (1 KiB) covers 64 KiB of a chunk
 	leafSlots = 1 << leafBits
 )
 

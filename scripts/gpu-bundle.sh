@@ -56,6 +56,7 @@ fi
 cp -r testdata/. "$B/testdata/" 2>/dev/null || true
 
 cp scripts/gpu-run.sh "$B/run.sh"
-chmod +x "$B/run.sh"
+cp scripts/gpu-bench.sh "$B/bench.sh"
+chmod +x "$B/run.sh" "$B/bench.sh"
 du -sh "$B"
 echo "bundle ready: $B/run.sh on the GPU machine"

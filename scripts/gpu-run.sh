@@ -34,6 +34,8 @@ sec_env() {
   $PY -c 'import torch; print("torch", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))' || true
   $PY -c 'import cupy; print("cupy", cupy.__version__)' || true
   $PY -c 'import numba; print("numba", numba.__version__)' || true
+  $PY -c 'import numpy; print("numpy", numpy.__version__)' || true
+  $PY -c 'from importlib.metadata import version as v; print("numba-cuda", v("numba-cuda"))' || true
   ldconfig -p | grep -E "libcudart" || true
 }
 sec_check() { sh "$HERE/cudart/check/run.sh"; }

@@ -91,6 +91,12 @@ NUMBA = r"""
 import json, os
 os.environ["NUMBA_CUDA_MEMORY_MANAGER"] = "rmmgo.allocators.numba"
 import numpy as np
+# The numba-cuda on the GPU machine registers an overload for np.row_stack,
+# which its NumPy no longer has: compiling any kernel then fails inside
+# numba-cuda, allocator or not (seen 2026-11-22). Give it the alias it expects; this is the
+# test environment's incompatibility, not rmmgo's.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
 from numba import cuda
 import rmmgo as rmm
 from rmmgo import mr

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,73 @@ static int op_alloc_free(void* ctx) {
   return rmm_deallocate(c->mr, NULL, p, c->bytes, 256) != RMM_SUCCESS;
 }
 
+/* ------------------------------------------- many C threads at once */
+
+/* Every thread runs `ops` operations of `one` on its own context after a
+ * common start; the aggregate rate is all threads' ops over the wall time
+ * from the start to the last thread's end. This is what shows whether a
+ * crossing from C into Go scales with threads. */
+struct thread_arg {
+  op_fn one;
+  void* ctx;
+  int ops;
+  int failed;
+  pthread_barrier_t* start;
+};
+
+static void* thread_body(void* p) {
+  struct thread_arg* a = (struct thread_arg*)p;
+  int i;
+  pthread_barrier_wait(a->start);
+  for (i = 0; i < a->ops; i++) {
+    if (a->one(a->ctx) != 0) {
+      a->failed = 1;
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* Returns the median aggregate rate in millions of ops per second. */
+static double measure_threads(const char* what, op_fn one, struct alloc_ctx* ctxs, int nthreads, int ops, int reps) {
+  double rate[MAX_BATCHES];
+  pthread_t th[64];
+  struct thread_arg args[64];
+  pthread_barrier_t start;
+  int r, t, bad = 0;
+  for (r = 0; r < reps; r++) {
+    double t0;
+    pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
+    for (t = 0; t < nthreads; t++) {
+      args[t].one = one;
+      args[t].ctx = &ctxs[t];
+      args[t].ops = ops;
+      args[t].failed = 0;
+      args[t].start = &start;
+      pthread_create(&th[t], NULL, thread_body, &args[t]);
+    }
+    pthread_barrier_wait(&start);
+    t0 = now_ns();
+    for (t = 0; t < nthreads; t++) {
+      pthread_join(th[t], NULL);
+      bad |= args[t].failed;
+    }
+    rate[r] = (double)nthreads * ops / (now_ns() - t0) * 1e3;
+    pthread_barrier_destroy(&start);
+  }
+  if (bad) {
+    fprintf(stderr, "FAIL %s, %d threads: %s\n", what, nthreads, rmm_last_error_message());
+    failures++;
+    return -1;
+  }
+  {
+    double m = median(rate, reps);
+    printf("capi_bench: %-36s %2d threads %8.2f M ops/s aggregate (%.1f ns per op per thread; median of %d)\n", what,
+           nthreads, m, nthreads * 1e3 / m, reps);
+    return m;
+  }
+}
+
 /* cudaMalloc / cudaFree straight from libcudart, for the real GPU. */
 typedef int (*cuda_malloc_fn)(void**, size_t);
 typedef int (*cuda_free_fn)(void*);
@@ -171,9 +239,23 @@ int main(int argc, char** argv) {
   o.upstream = cuda;
   o.initial_pool_size = (size_t)64 << 20;
   if (rmm_resource_create(RMM_RESOURCE_POOL, &o, &pool) == RMM_SUCCESS) {
+    struct alloc_ctx per[16];
+    int counts[] = {1, 2, 4, 8, 16}, k, t;
     c.mr = pool;
     snprintf(what, sizeof what, "rmm_allocate+rmm_deallocate, pool, %zu B", bytes);
     measure(what, op_alloc_free, &c, ops_fast, batches);
+    /* Scaling with C threads: a bare crossing, then a pool allocation and
+     * free (256 B, so that 16 threads fit in the pool). */
+    for (t = 0; t < 16; t++) {
+      per[t].mr = pool;
+      per[t].bytes = 256;
+    }
+    for (k = 0; k < 5; k++) {
+      measure_threads("crossing (rmm_resource_kind_of)", op_kind_of, per, counts[k], ops_fast * 10, 5);
+    }
+    for (k = 0; k < 5; k++) {
+      measure_threads("pool allocate+free, 256 B", op_alloc_free, per, counts[k], ops_fast * 5, 5);
+    }
     rmm_resource_release(pool);
   } else {
     printf("capi_bench: no pool here (%s)\n", rmm_last_error_message());
