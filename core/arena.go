@@ -461,14 +461,20 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		if p != 0 {
 			return p, nil
 		}
-		p, err = a.allocateSlow(stream, l, u)
+		p, err = a.allocateSlow(stream, sl, l, u)
 		if err != errRetry {
 			return p, err
 		}
 	}
 }
 
-func (a *Arena) allocateSlow(s Stream, l *arenaList, u int) (uintptr, error) {
+// allocateSlow serves a request its own list could not: memory freed into
+// the list from other streams, a new superblock from the global arena and,
+// when the global arena is exhausted, room in the stream's other shards'
+// superblocks (the same stream, so in order: on a machine with many Ps one
+// stream's blocks spread over many partly used superblocks, which no other
+// list can use), then everything reclaim takes back.
+func (a *Arena) allocateSlow(s Stream, sl *streamLists[arenaList], l *arenaList, u int) (uintptr, error) {
 	l.mu.Lock()
 	if len(l.remote) > 0 {
 		err := a.drain(l, s, true)
@@ -506,7 +512,16 @@ func (a *Arena) allocateSlow(s Stream, l *arenaList, u int) (uintptr, error) {
 			}
 			return p, nil
 		}
-		if !errors.Is(err, ErrOutOfMemory) || attempt > 0 {
+		if !errors.Is(err, ErrOutOfMemory) {
+			return 0, a.failure(s, uintptr(u)<<unitShift, err)
+		}
+		// Room in the stream's other shards costs no synchronization:
+		// before reclaim, and again after it (reclaim may have returned
+		// memory there).
+		if p := a.allocSibling(sl, l, u); p != 0 {
+			return p, nil
+		}
+		if attempt > 0 {
 			return 0, a.failure(s, uintptr(u)<<unitShift, err)
 		}
 		if err := a.reclaim(); err != nil {
@@ -521,6 +536,27 @@ func (a *Arena) allocateSlow(s Stream, l *arenaList, u int) (uintptr, error) {
 			return p, nil
 		}
 	}
+}
+
+// allocSibling tries the superblocks of the stream's lists in the other
+// shards than own; 0 when none has room.
+func (a *Arena) allocSibling(sl *streamLists[arenaList], own *arenaList, u int) uintptr {
+	for i := range sl.shards {
+		l := sl.shards[i].Load()
+		if l == nil || l == own {
+			continue
+		}
+		l.mu.Lock()
+		var p uintptr
+		if !l.retired {
+			p = l.allocLocal(u)
+		}
+		l.mu.Unlock()
+		if p != 0 {
+			return p
+		}
+	}
+	return 0
 }
 
 func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -247,4 +248,52 @@ func TestSuperblockBitmaps(t *testing.T) {
 			require.Equal(t, runAt(a.i), sb.release(a.i, a.u))
 		}
 	}
+}
+
+// TestArenaSiblingShards: a stream's superblocks spread over several shards
+// (one per P that allocated on it); when its own shard's superblocks and the
+// global arena are full, an allocation takes room in the stream's other
+// shards before failing.
+func TestArenaSiblingShards(t *testing.T) {
+	up := newCountingUpstream(t)
+	prev := runtime.GOMAXPROCS(4)
+	a, err := NewArena(up, ArenaOptions{ArenaSize: 4 * superblockSize})
+	runtime.GOMAXPROCS(prev)
+	require.NoError(t, err)
+	defer a.Close()
+	require.Len(t, a.eng.def.shards, 4)
+
+	const size = 250 << 10 // four to a superblock
+	u := size >> unitShift
+	sl, err := a.eng.lookup(DefaultStream)
+	require.NoError(t, err)
+	var live []uintptr
+	for i := uint32(0); i < 4; i++ { // one superblock in each shard
+		p, err := a.allocateSlow(DefaultStream, sl, a.eng.list(sl, i), u)
+		require.NoError(t, err)
+		live = append(live, p)
+	}
+	own := a.eng.list(sl, 0)
+	alloc := func() (uintptr, error) {
+		own.mu.Lock()
+		p := own.allocLocal(u)
+		own.mu.Unlock()
+		if p != 0 {
+			return p, nil
+		}
+		return a.allocateSlow(DefaultStream, sl, own, u)
+	}
+	for len(live) < 16 {
+		p, err := alloc()
+		require.NoError(t, err, "allocation %d: room left in the other shards", len(live))
+		live = append(live, p)
+	}
+	_, err = alloc()
+	requireIs(t, err, ErrOutOfMemory, "every superblock full")
+	for _, p := range live {
+		require.NoError(t, a.Deallocate(DefaultStream, p, size, 256))
+	}
+	p, err := a.Allocate(DefaultStream, 3*superblockSize, 256)
+	require.NoError(t, err, "all of it back")
+	require.NoError(t, a.Deallocate(DefaultStream, p, 3*superblockSize, 256))
 }
