@@ -250,11 +250,13 @@ func TestSuperblockBitmaps(t *testing.T) {
 	}
 }
 
-// TestArenaSiblingShards: a stream's superblocks spread over several shards
-// (one per P that allocated on it); when its own shard's superblocks and the
-// global arena are full, an allocation takes room in the stream's other
-// shards before failing.
+// TestArenaSiblingShards: a stream's lists in several shards (one per P
+// that allocated on it) share its superblocks: a list that is full takes
+// room from the stream's other lists before a new superblock, moving the
+// superblock it found (unless frees from other streams wait in it), so one
+// stream never holds a partly used superblock per P.
 func TestArenaSiblingShards(t *testing.T) {
+	r0 := testRuntime(t)
 	up := newCountingUpstream(t)
 	prev := runtime.GOMAXPROCS(4)
 	a, err := NewArena(up, ArenaOptions{ArenaSize: 4 * superblockSize})
@@ -267,33 +269,59 @@ func TestArenaSiblingShards(t *testing.T) {
 	u := size >> unitShift
 	sl, err := a.eng.lookup(DefaultStream)
 	require.NoError(t, err)
-	var live []uintptr
-	for i := uint32(0); i < 4; i++ { // one superblock in each shard
-		p, err := a.allocateSlow(DefaultStream, sl, a.eng.list(sl, i), u)
-		require.NoError(t, err)
-		live = append(live, p)
-	}
-	own := a.eng.list(sl, 0)
-	alloc := func() (uintptr, error) {
-		own.mu.Lock()
-		p := own.allocLocal(u)
-		own.mu.Unlock()
+	// alloc allocates as a goroutine on P i would.
+	alloc := func(i uint32) (uintptr, error) {
+		l := a.eng.list(sl, i)
+		l.mu.Lock()
+		p := l.allocLocal(u)
+		l.mu.Unlock()
 		if p != 0 {
 			return p, nil
 		}
-		return a.allocateSlow(DefaultStream, sl, own, u)
+		return a.allocateSlow(DefaultStream, sl, l, u)
 	}
-	for len(live) < 16 {
-		p, err := alloc()
-		require.NoError(t, err, "allocation %d: room left in the other shards", len(live))
+	sbsOf := func(i uint32) int {
+		l := a.eng.list(sl, i)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.sbs)
+	}
+
+	x, err := alloc(0)
+	require.NoError(t, err)
+	y, err := alloc(1)
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(superblockSize), ArenaLentBytes(a), "P 1 used P 0's superblock")
+	assert.Equal(t, x+size, y)
+	assert.Equal(t, []int{0, 1}, []int{sbsOf(0), sbsOf(1)}, "the superblock moved to P 1's list")
+	require.NoError(t, a.Deallocate(DefaultStream, x, size, 256), "freed through its new list")
+
+	// A superblock where a free from another stream waits stays put.
+	other := newStream(t, r0)
+	require.NoError(t, a.Deallocate(other, y, size, 256))
+	z, err := alloc(2)
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(superblockSize), ArenaLentBytes(a))
+	assert.Equal(t, []int{1, 0}, []int{sbsOf(1), sbsOf(2)}, "not moved: its queue belongs to P 1's list")
+
+	// Allocations from every P fill the arena before it runs out.
+	live := []uintptr{z}
+	for len(live) < 15 {
+		p, err := alloc(uint32(len(live) % 4))
+		require.NoError(t, err, "allocation %d: room left in the stream's superblocks", len(live))
 		live = append(live, p)
 	}
-	_, err = alloc()
+	assert.Equal(t, uintptr(4*superblockSize), ArenaLentBytes(a))
+	p, err := alloc(3)
+	require.NoError(t, err, "the block freed on the other stream, after a synchronization")
+	assert.Equal(t, y, p)
+	live = append(live, p)
+	_, err = alloc(0)
 	requireIs(t, err, ErrOutOfMemory, "every superblock full")
 	for _, p := range live {
 		require.NoError(t, a.Deallocate(DefaultStream, p, size, 256))
 	}
-	p, err := a.Allocate(DefaultStream, 3*superblockSize, 256)
+	p, err = a.Allocate(DefaultStream, 3*superblockSize, 256)
 	require.NoError(t, err, "all of it back")
 	require.NoError(t, a.Deallocate(DefaultStream, p, 3*superblockSize, 256))
 }
