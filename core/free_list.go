@@ -714,7 +714,7 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 // everything freed before it for every stream.
 func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, size uintptr) (uintptr, error) {
 	st := sl.st
-	var growErr error // set once the device was synchronized after growth failed
+	syncs := 0 // device synchronizations after growth failed
 	for {
 		gen := h.gen.Load()
 		// Memory freed on this stream in other shards.
@@ -784,9 +784,6 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 		if h.grow == nil {
 			return 0, errNoRoom
 		}
-		if growErr != nil {
-			return 0, growErr
-		}
 		h.growMu.Lock()
 		if h.gen.Load() != gen {
 			h.growMu.Unlock()
@@ -795,15 +792,17 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 		base, n, err := h.grow(s, size)
 		if err != nil {
 			h.growMu.Unlock()
-			if !errors.Is(err, ErrOutOfMemory) || h.freeBytes() < size {
+			if !errors.Is(err, ErrOutOfMemory) || h.quietFreeBytes() < size || syncs == maxSyncRetries {
 				return 0, err
 			}
 			// Enough is free, but not ordered before this stream: after a
-			// device synchronization all of it is.
+			// device synchronization all of it is. Another stream may
+			// still take it first and leave it fresh in its own list (a
+			// defragmentation does), hence more than one try.
 			if serr := h.eng.synchronize(); serr != nil {
 				return 0, errors.Join(err, serr)
 			}
-			growErr = err
+			syncs++
 			continue
 		}
 		own.mu.Lock()
@@ -827,6 +826,10 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 		return h.publish(id)
 	}
 }
+
+// maxSyncRetries bounds the device synchronizations one allocation makes
+// after growth failed while enough memory was free in the heap.
+const maxSyncRetries = 4
 
 // errNoRoom: the heap cannot serve a request and cannot grow.
 var errNoRoom = fmt.Errorf("%w: no room", ErrOutOfMemory)
@@ -861,6 +864,15 @@ func (h *heap) worthDefrag(own *heapList, size uintptr) bool {
 		}
 	}
 	return total >= size && others > 0
+}
+
+// quietFreeBytes is freeBytes once no defragmentation is under way (one
+// empties every list before it refills its own, so a sum taken meanwhile
+// can miss the whole heap).
+func (h *heap) quietFreeBytes() uintptr {
+	h.defragMu.Lock()
+	defer h.defragMu.Unlock()
+	return h.freeBytes()
 }
 
 // freeBytes sums the free bytes of every list (a hint while others work).
