@@ -18,6 +18,8 @@ cp include/*.h include/*.hpp "$B/include/" 2>/dev/null || cp include/*.h "$B/inc
 for p in cudart core capi; do
   [ -d "$p" ] && go test -c -o "$B/bin/$p.test" "./$p"
 done
+# The core tests once more under the race detector (run.sh's race section).
+go test -race -c -o "$B/bin/core.race" ./core
 for c in cmd/*/; do
   n=$(basename "$c"); go build -o "$B/bin/$n" "./$c"
 done

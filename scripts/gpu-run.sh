@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every rmmgo test against the real GPU. Usage: run.sh [REPORT_DIR] [SECTION...]
-# Sections: env check go c cpp python replay bench (default: all but bench).
+# Sections: env check go race c cpp python replay bench (default: all but bench).
 # Writes REPORT_DIR/report.md and one log per section; exit 0 only if all passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPORT=${1:-$HERE/report}; shift || true
-SECTIONS=${*:-env check go c cpp python replay}
+SECTIONS=${*:-env check go race c cpp python replay}
 mkdir -p "$REPORT"
 export RMMGO_BACKEND=cuda
 export LD_LIBRARY_PATH="$HERE/lib:${LD_LIBRARY_PATH:-}"
@@ -46,6 +46,9 @@ sec_go() {
     ( cd "$HERE/testdata" 2>/dev/null || cd "$HERE"; "$t" -test.count=1 -test.v -test.timeout 300s ) || rc=1
   done
   return $rc
+}
+sec_race() { # the core tests under the race detector, twice (many Ps race more)
+  ( cd "$HERE/testdata" 2>/dev/null || cd "$HERE"; "$HERE/bin/core.race" -test.count=2 -test.timeout 500s )
 }
 sec_c() {
   local rc=0
