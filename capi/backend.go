@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -215,6 +216,22 @@ func rmm_memset(ptr unsafe.Pointer, value C.int, bytes C.size_t, stream C.rmm_st
 	}
 	if err := r.MemsetAsync(uintptr(ptr), int(value), uintptr(bytes), streamValue(stream)); err != nil {
 		return fail(fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes), err, statusCUDA)
+	}
+	return statusSuccess
+}
+
+//export rmm_prefetch
+func rmm_prefetch(ptr C.rmmgo_const_voidp, bytes C.size_t, device C.int, stream C.rmm_stream_t) (st status) {
+	const fn = "rmm_prefetch"
+	defer recoverTo(fn, &st)
+	if ptr == nil && bytes != 0 {
+		return invalid(fn, "ptr must not be NULL when bytes (%d) is not 0", bytes)
+	}
+	if _, err := runtimeOrFail(); err != nil {
+		return fail(fn, err, statusBackendUnavailable)
+	}
+	if err := core.PrefetchMemory(uintptr(ptr), uintptr(bytes), int(device), streamValue(stream)); err != nil {
+		return fail(fmt.Sprintf("%s(%#x, %d bytes, device %d)", fn, uintptr(ptr), bytes, device), err, statusInternal)
 	}
 	return statusSuccess
 }

@@ -146,3 +146,51 @@ func (p *Prefetch) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	}
 	return p.upstream.DeallocateSync(ptr, bytes, alignment)
 }
+
+// HostDevice, as the device of PrefetchMemory, names host memory
+// (cudaCpuDeviceId).
+const HostDevice = -1
+
+// PrefetchMemory asks CUDA to migrate bytes of managed memory at ptr to
+// device dev (HostDevice: to host memory), in stream order on s, as
+// rmm::prefetch does. Like the Prefetch adaptor it is a hint that succeeds
+// without effect where it cannot apply: memory that is not managed
+// (CUDA answers cudaErrorInvalidValue), or a device target without
+// concurrent managed access. Errors: ErrInvalidArgument for a device that
+// does not exist; anything else CUDA reports wraps ErrCUDA.
+func PrefetchMemory(ptr, bytes uintptr, dev int, s Stream) error {
+	r, err := rt()
+	if err != nil {
+		return err
+	}
+	return prefetchMemory(r, ptr, bytes, dev, s)
+}
+
+func prefetchMemory(r cudart.Runtime, ptr, bytes uintptr, dev int, s Stream) error {
+	n, err := r.GetDeviceCount()
+	if err != nil {
+		return cudaError("prefetch: reading the device count", err)
+	}
+	if dev < HostDevice || dev >= n {
+		return fmt.Errorf("prefetch: %w: device %d (this process sees %d; %d for host memory)", ErrInvalidArgument, dev, n, HostDevice)
+	}
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	loc := cudart.HostLocation()
+	if dev != HostDevice {
+		v, err := r.DeviceGetAttribute(cudart.DevAttrConcurrentManagedAccess, dev)
+		if err != nil {
+			return cudaError(fmt.Sprintf("prefetch: reading device %d's concurrent managed access", dev), err)
+		}
+		if v == 0 {
+			return nil
+		}
+		loc = cudart.DeviceLocation(dev)
+	}
+	err = r.MemPrefetchAsync(ptr, bytes, loc, s)
+	if err == nil || errors.Is(err, cudart.ErrInvalidValue) {
+		return nil
+	}
+	return cudaError(fmt.Sprintf("prefetch: prefetching %#x (%d bytes) to device %d", ptr, bytes, dev), err)
+}

@@ -32,6 +32,8 @@ type prefetchCall struct {
 
 func (r *prefetchRuntime) GetDevice() (int, error) { return r.device, nil }
 
+func (r *prefetchRuntime) GetDeviceCount() (int, error) { return 2, nil }
+
 func (r *prefetchRuntime) DeviceGetAttribute(attr cudart.DeviceAttr, dev int) (int, error) {
 	r.attrCalls.Add(1)
 	if attr != cudart.DevAttrConcurrentManagedAccess {
@@ -161,4 +163,66 @@ func TestPrefetchOnDevice(t *testing.T) {
 			require.NoError(t, p.DeallocateSync(ptr, 4096, DefaultAlignment))
 		})
 	}
+}
+
+// TestPrefetchMemoryCalls checks PrefetchMemory's arguments and rules on a
+// recording runtime.
+func TestPrefetchMemoryCalls(t *testing.T) {
+	r := &prefetchRuntime{concurrent: true}
+	s := Stream(0x77)
+	require.NoError(t, prefetchMemory(r, 0x1000, 512, 1, s))
+	require.NoError(t, prefetchMemory(r, 0x1000, 512, HostDevice, s))
+	require.Equal(t, []prefetchCall{{0x1000, 512, cudart.DeviceLocation(1), s}, {0x1000, 512, cudart.HostLocation(), s}}, r.calls)
+	requireIs(t, prefetchMemory(r, 0x1000, 512, 2, s), ErrInvalidArgument, "device 2")
+	requireIs(t, prefetchMemory(r, 0x1000, 512, -2, s), ErrInvalidArgument)
+	require.NoError(t, prefetchMemory(r, 0, 512, 0, s), "nothing to prefetch")
+	require.NoError(t, prefetchMemory(r, 0x1000, 0, 0, s))
+	assert.Equal(t, 2, r.callCount())
+
+	r.concurrent = false
+	require.NoError(t, prefetchMemory(r, 0x1000, 512, 0, s))
+	assert.Equal(t, 2, r.callCount(), "no concurrent managed access: nothing to do")
+	r.concurrent = true
+	r.prefetchErr = cudart.NewError("cudaMemPrefetchAsync", cudart.ErrorInvalidValue, "invalid argument")
+	require.NoError(t, prefetchMemory(r, 0x1000, 512, 0, s), "memory that is not managed")
+	r.prefetchErr = cudart.NewError("cudaMemPrefetchAsync", cudart.ErrorIllegalAddress, "an illegal memory access was encountered")
+	require.ErrorIs(t, prefetchMemory(r, 0x1000, 512, 0, s), ErrCUDA)
+}
+
+// TestPrefetchMemoryOnDevice prefetches managed memory to the device and
+// back to the host, and device memory (a no-op), on the tests' backend.
+func TestPrefetchMemoryOnDevice(t *testing.T) {
+	r := testRuntime(t)
+	dev, err := r.GetDevice()
+	require.NoError(t, err)
+	m, err := NewManaged()
+	require.NoError(t, err)
+	c, err := NewCuda()
+	require.NoError(t, err)
+	s := newStream(t, r)
+	ptr, err := m.Allocate(s, 1<<20, DefaultAlignment)
+	require.NoError(t, err)
+	defer m.Deallocate(s, ptr, 1<<20, DefaultAlignment)
+	sim, _ := r.(*cudart.Sim)
+	for _, d := range []int{dev, HostDevice} {
+		require.NoError(t, PrefetchMemory(ptr, 1<<20, d, s))
+		require.NoError(t, r.StreamSynchronize(s))
+		if sim != nil {
+			info, ok := sim.ManagedInfo(ptr)
+			require.True(t, ok)
+			want := cudart.HostLocation()
+			if d != HostDevice {
+				want = cudart.DeviceLocation(d)
+			}
+			assert.Equal(t, want, info.LastPrefetch)
+		}
+	}
+	fillAndCheck(t, r, ptr, 1<<20, 0x3c, s)
+	q, err := c.Allocate(s, 4096, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, PrefetchMemory(q, 4096, dev, s), "device memory: nothing to do")
+	require.NoError(t, c.Deallocate(s, q, 4096, DefaultAlignment))
+	n, err := r.GetDeviceCount()
+	require.NoError(t, err)
+	requireIs(t, PrefetchMemory(ptr, 1<<20, n, s), ErrInvalidArgument)
 }

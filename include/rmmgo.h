@@ -127,6 +127,14 @@ rmm_status rmm_device_synchronize(void);
 rmm_status rmm_memcpy(void* dst, const void* src, size_t bytes, rmm_stream_t stream);
 rmm_status rmm_memset(void* ptr, int value, size_t bytes, rmm_stream_t stream);
 
+/* Ask CUDA to migrate bytes of managed memory at ptr to device (or, with
+ * RMM_PREFETCH_HOST, to host memory), in stream order on stream, as
+ * rmm::prefetch does. A hint: memory that is not managed, and a device
+ * without concurrent managed access, make it succeed without effect.
+ * RMM_ERROR_INVALID_ARGUMENT for a device that does not exist. */
+#define RMM_PREFETCH_HOST (-1)
+rmm_status rmm_prefetch(const void* ptr, size_t bytes, int device, rmm_stream_t stream);
+
 /* ------------------------------------------------------------- resources */
 
 typedef enum rmm_resource_kind {

@@ -341,6 +341,14 @@ inline std::pair<std::size_t, std::size_t> available_device_memory() {
   return {free_bytes, total_bytes};
 }
 
+/// Asks CUDA to migrate bytes of managed memory at ptr to device, in stream
+/// order on stream (rmm::prefetch). A hint: memory that is not managed is
+/// left alone without error. Throws rmmgo::logic_error for a device that does
+/// not exist.
+inline void prefetch(void const* ptr, std::size_t bytes, cuda_device_id device, stream_ref stream) {
+  detail::check(rmm_prefetch(ptr, bytes, device.value(), stream.get()));
+}
+
 /// "cuda" or "simulated": the backend this process runs on.
 inline std::string backend_name() {
   const char* name = nullptr;

@@ -288,6 +288,7 @@ FUNCTIONS = {
     "rmm_device_synchronize": (_status, []),
     "rmm_memcpy": (_status, [c_void_p, c_void_p, c_size_t, _stream]),
     "rmm_memset": (_status, [c_void_p, c_int, c_size_t, _stream]),
+    "rmm_prefetch": (_status, [c_void_p, c_size_t, c_int, _stream]),
     # resources
     "rmm_resource_options_init_sized": (_status, [_P(ResourceOptions), ctypes.c_size_t]),
     "rmm_resource_create": (_status, [c_int, _P(ResourceOptions), _P(_handle)]),

@@ -303,14 +303,23 @@ class DeviceBuffer:
         self._size = new_size
 
     def prefetch(self, device=None, stream=None):
-        """Prefetch managed memory to a device.
+        """Prefetch the buffer to a device (rmm_prefetch, cudaMemPrefetchAsync).
 
-        The C interface has no prefetch call yet, so this is a no-op (as RMM's
-        is for memory that is not managed); use PrefetchResourceAdaptor to
-        prefetch managed allocations when they are made.
+        device: a device id, None for the current device, or -1 for host
+        memory. stream: where the migration is ordered, None for the buffer's
+        stream. A hint: for memory that is not managed, or a device without
+        concurrent managed access, it does nothing (as RMM's does).
+        RMMValueError (a ValueError) for a device that does not exist.
         """
-        if stream is not None:
-            as_stream(stream)
+        s = self._stream if stream is None else as_stream(stream)
+        if device is None:
+            d = ctypes.c_int()
+            _lib.rmm_get_device(ctypes.byref(d))
+            device = d.value
+        device = _index(device)
+        if not self._ptr or self._capacity == 0:
+            return
+        _lib.rmm_prefetch(self._ptr, self._size, device, s._handle)
 
 
 def to_device(b, stream=DEFAULT_STREAM, mr=None):

@@ -187,10 +187,17 @@ def test_allocation_failure_raises_memory_error_with_message():
     assert lim.get_allocated_bytes() == 0
 
 
-def test_prefetch_is_accepted():
-    buf = rmm.DeviceBuffer(size=16)
+def test_prefetch():
+    buf = rmm.DeviceBuffer(size=16)  # device memory: a hint with no effect
     buf.prefetch()
     buf.prefetch(device=0, stream=rmm.DEFAULT_STREAM)
+    managed = rmm.DeviceBuffer(size=1 << 20, mr=mr.ManagedMemoryResource())
+    managed.prefetch()
+    managed.prefetch(device=-1)  # to host memory
+    managed.prefetch(device=0, stream=rmm.Stream())
+    with pytest.raises(ValueError, match="device 9999"):
+        managed.prefetch(device=9999)
+    rmm.DeviceBuffer(size=0).prefetch()
 
 
 def test_ptr_helpers():

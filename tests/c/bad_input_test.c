@@ -100,6 +100,28 @@ int main(void) {
   EXPECT_STATUS(rmm_memcpy(NULL, &local, 1, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(rmm_memset(NULL, 0, 1, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_OK(rmm_memcpy(NULL, NULL, 0, NULL)); /* nothing to copy */
+  /* prefetch: a hint, but bad arguments are still errors */
+  EXPECT_STATUS(rmm_prefetch(NULL, 1, 0, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_OK(rmm_prefetch(NULL, 0, 0, NULL)); /* nothing to prefetch */
+  EXPECT_STATUS(rmm_prefetch(&local, 1, 9999, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_MESSAGE_HAS("device 9999");
+  EXPECT_STATUS(rmm_prefetch(&local, 1, -2, NULL), RMM_ERROR_INVALID_ARGUMENT);
+  {
+    rmm_resource_t managed = NULL;
+    void* m = NULL;
+    void* d = NULL;
+    EXPECT_OK(rmm_resource_create(RMM_RESOURCE_MANAGED, NULL, &managed));
+    EXPECT_OK(rmm_allocate(managed, NULL, 1 << 20, 256, &m));
+    EXPECT_OK(rmm_prefetch(m, 1 << 20, 0, NULL));                 /* managed memory to device 0 */
+    EXPECT_OK(rmm_prefetch(m, 1 << 20, RMM_PREFETCH_HOST, NULL)); /* and back to the host */
+    EXPECT_OK(rmm_memset(m, 1, 1 << 20, NULL));
+    EXPECT_OK(rmm_stream_synchronize(NULL));
+    EXPECT_OK(rmm_deallocate(managed, NULL, m, 1 << 20, 256));
+    EXPECT_OK(rmm_allocate(cuda, NULL, 4096, 256, &d));
+    EXPECT_OK(rmm_prefetch(d, 4096, 0, NULL)); /* device memory: no effect, no error */
+    EXPECT_OK(rmm_deallocate(cuda, NULL, d, 4096, 256));
+    EXPECT_OK(rmm_resource_release(managed));
+  }
   EXPECT_STATUS(rmm_logging_file_name(cuda, NULL, 0, NULL), RMM_ERROR_INVALID_ARGUMENT); /* wrong kind */
 
   /* kind-specific calls on another kind: RMM_ERROR_INVALID_ARGUMENT */

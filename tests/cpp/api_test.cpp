@@ -256,6 +256,22 @@ TEST(backend_and_devices) {
   CHECK_STR_EQ(rmm_version(), RMMGO_VERSION_STRING);
 }
 
+TEST(prefetch_managed_memory) {
+  mr::managed_memory_resource m;
+  void* p = m.allocate_sync(1 << 20);
+  rmmgo::prefetch(p, 1 << 20, rmmgo::get_current_cuda_device(), rmmgo::cuda_stream_default);
+  rmmgo::prefetch(p, 1 << 20, rmmgo::cuda_device_id{RMM_PREFETCH_HOST}, rmmgo::cuda_stream_default);
+  bool threw = false;
+  try {
+    rmmgo::prefetch(p, 1 << 20, rmmgo::cuda_device_id{9999}, rmmgo::cuda_stream_default);
+  } catch (rmmgo::logic_error const& e) {
+    threw = std::string(e.what()).find("device 9999") != std::string::npos;
+  }
+  CHECK(threw);
+  rmmgo::synchronize(rmmgo::cuda_stream_default);
+  m.deallocate_sync(p, 1 << 20);
+}
+
 TEST(cuda_memory_resource_allocates) {
   mr::cuda_memory_resource r;
   exercise(r, "cuda_memory_resource");
