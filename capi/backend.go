@@ -117,8 +117,21 @@ func rmm_mem_get_info(freeBytes, totalBytes *C.size_t) (st status) {
 
 //export rmm_stream_create
 func rmm_stream_create(stream *C.rmm_stream_t) (st status) {
-	const fn = "rmm_stream_create"
+	defer recoverTo("rmm_stream_create", &st)
+	return streamCreate("rmm_stream_create", stream, cudart.StreamFlagNonBlocking)
+}
+
+//export rmm_stream_create_with_flags
+func rmm_stream_create_with_flags(stream *C.rmm_stream_t, flags C.uint) (st status) {
+	const fn = "rmm_stream_create_with_flags"
 	defer recoverTo(fn, &st)
+	if flags&^C.uint(cudart.StreamFlagNonBlocking) != 0 {
+		return invalid(fn, "flags %#x: only RMM_STREAM_SYNC_DEFAULT (0) and RMM_STREAM_NON_BLOCKING (1)", uint(flags))
+	}
+	return streamCreate(fn, stream, uint32(flags))
+}
+
+func streamCreate(fn string, stream *C.rmm_stream_t, flags uint32) status {
 	if stream == nil {
 		return invalid(fn, "stream is NULL")
 	}
@@ -126,7 +139,7 @@ func rmm_stream_create(stream *C.rmm_stream_t) (st status) {
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
-	s, err := r.StreamCreate(cudart.StreamFlagNonBlocking)
+	s, err := r.StreamCreate(flags)
 	if err != nil {
 		return fail(fn, err, statusCUDA)
 	}

@@ -121,6 +121,13 @@ rmm_status rmm_mem_get_info(size_t* free_bytes, size_t* total_bytes);
  * the simulated device, where no CUDA exists). Copies and fills are
  * stream-ordered on `stream`; the copy kind is inferred from the pointers. */
 rmm_status rmm_stream_create(rmm_stream_t* stream); /* a non-blocking stream */
+/* A stream with flags: RMM_STREAM_SYNC_DEFAULT (it synchronizes with the
+ * legacy default stream, like RMM's cuda_stream by default) or
+ * RMM_STREAM_NON_BLOCKING (as rmm_stream_create). Other bits:
+ * RMM_ERROR_INVALID_ARGUMENT. */
+#define RMM_STREAM_SYNC_DEFAULT 0u
+#define RMM_STREAM_NON_BLOCKING 1u
+rmm_status rmm_stream_create_with_flags(rmm_stream_t* stream, unsigned int flags);
 rmm_status rmm_stream_destroy(rmm_stream_t stream);
 rmm_status rmm_stream_synchronize(rmm_stream_t stream);
 rmm_status rmm_device_synchronize(void);

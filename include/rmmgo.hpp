@@ -270,11 +270,18 @@ inline const stream_ref cuda_stream_default{rmm_stream_t{}};
 /// Waits until the work queued on stream has finished.
 inline void synchronize(stream_ref stream) { detail::check(rmm_stream_synchronize(stream.get())); }
 
-/// An owned non-blocking CUDA stream (rmm_stream_create), destroyed with the
-/// object. Move-only; converts to stream_ref.
+/// An owned CUDA stream (rmm_stream_create_with_flags), destroyed with the
+/// object. As RMM's, it synchronizes with the legacy default stream unless
+/// made with flags::non_blocking. Move-only; converts to stream_ref.
 class cuda_stream {
  public:
-  cuda_stream() { detail::check(rmm_stream_create(&stream_)); }
+  enum class flags : unsigned int {
+    sync_default = RMM_STREAM_SYNC_DEFAULT,
+    non_blocking = RMM_STREAM_NON_BLOCKING,
+  };
+  explicit cuda_stream(flags f = flags::sync_default) {
+    detail::check(rmm_stream_create_with_flags(&stream_, static_cast<unsigned int>(f)));
+  }
   cuda_stream(const cuda_stream&) = delete;
   cuda_stream& operator=(const cuda_stream&) = delete;
   cuda_stream(cuda_stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}

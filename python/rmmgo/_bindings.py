@@ -283,6 +283,7 @@ FUNCTIONS = {
     "rmm_set_device": (_status, [c_int]),
     "rmm_mem_get_info": (_status, [_P(c_size_t), _P(c_size_t)]),
     "rmm_stream_create": (_status, [_P(_stream)]),
+    "rmm_stream_create_with_flags": (_status, [_P(_stream), c_uint]),
     "rmm_stream_destroy": (_status, [_stream]),
     "rmm_stream_synchronize": (_status, [_stream]),
     "rmm_device_synchronize": (_status, []),

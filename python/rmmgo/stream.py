@@ -82,7 +82,9 @@ def _handle_of(obj):
 class Stream:
     """A CUDA stream.
 
-    ``Stream()`` creates a new non-blocking stream that this object owns;
+    ``Stream()`` creates a new stream that this object owns, synchronizing
+    with the legacy default stream as RMM's does (``flags=`` a
+    ``CudaStreamFlags``: ``NON_BLOCKING`` for one that does not);
     ``Stream(obj)`` wraps an existing stream: another Stream, an object with
     ``__cuda_stream__`` (protocol version 0), a CuPy, Numba or PyTorch stream,
     or a raw ``cudaStream_t`` value as an int.
@@ -92,12 +94,9 @@ class Stream:
 
     def __init__(self, obj=None, flags=None):
         if obj is None:
-            if flags is not None and CudaStreamFlags(flags) != CudaStreamFlags.NON_BLOCKING:
-                raise NotImplementedError(
-                    "rmmgo creates only non-blocking streams (CudaStreamFlags.NON_BLOCKING)"
-                )
+            flags = CudaStreamFlags.SYNC_DEFAULT if flags is None else CudaStreamFlags(flags)
             out = ctypes.c_void_p()
-            _b.lib.rmm_stream_create(ctypes.byref(out))
+            _b.lib.rmm_stream_create_with_flags(ctypes.byref(out), int(flags))
             owned = _OwnedStream(out.value or 0)
             self._handle, self._owner = owned.handle, owned
         else:
@@ -160,7 +159,7 @@ def as_stream(stream):
 class CudaStreamPool:
     """A fixed set of owned streams handed out round robin."""
 
-    def __init__(self, pool_size=16, flags=CudaStreamFlags.NON_BLOCKING):
+    def __init__(self, pool_size=16, flags=CudaStreamFlags.SYNC_DEFAULT):
         if pool_size <= 0:
             raise ValueError("pool_size must be positive")
         self._streams = [Stream(flags=flags) for _ in range(pool_size)]

@@ -1,5 +1,6 @@
 """Streams: owned streams, wrapping other libraries' streams, defaults, pools."""
 
+import ctypes
 import gc
 
 import pytest
@@ -74,9 +75,12 @@ def test_raw_int_and_refusals():
         Stream(object())
     with pytest.raises(TypeError):
         Stream("not a stream")
-    with pytest.raises(NotImplementedError):
-        Stream(flags=CudaStreamFlags.SYNC_DEFAULT)
+    Stream(flags=CudaStreamFlags.SYNC_DEFAULT).synchronize()
     Stream(flags=CudaStreamFlags.NON_BLOCKING).synchronize()
+    with pytest.raises(ValueError):
+        Stream(flags=7)
+    with pytest.raises(ValueError, match="flags"):
+        rmm._bindings.lib.rmm_stream_create_with_flags(ctypes.byref(ctypes.c_void_p()), 6)
 
 
 def test_stream_pool():

@@ -97,6 +97,15 @@ int main(void) {
   EXPECT_STATUS(rmm_resource_has_property(cuda, (rmm_property)77, &has), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(rmm_resource_upstream(cuda, &mr), RMM_ERROR_INVALID_ARGUMENT); /* base: no upstream */
   EXPECT_STATUS(rmm_stream_destroy(NULL), RMM_ERROR_INVALID_ARGUMENT);          /* the default stream */
+  EXPECT_STATUS(rmm_stream_create_with_flags(NULL, RMM_STREAM_NON_BLOCKING), RMM_ERROR_INVALID_ARGUMENT);
+  {
+    rmm_stream_t s = NULL;
+    EXPECT_STATUS(rmm_stream_create_with_flags(&s, 2u), RMM_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE_HAS("flags 0x2");
+    EXPECT_OK(rmm_stream_create_with_flags(&s, RMM_STREAM_SYNC_DEFAULT));
+    EXPECT_OK(rmm_stream_synchronize(s));
+    EXPECT_OK(rmm_stream_destroy(s));
+  }
   EXPECT_STATUS(rmm_memcpy(NULL, &local, 1, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_STATUS(rmm_memset(NULL, 0, 1, NULL), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_OK(rmm_memcpy(NULL, NULL, 0, NULL)); /* nothing to copy */

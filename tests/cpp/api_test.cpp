@@ -256,6 +256,18 @@ TEST(backend_and_devices) {
   CHECK_STR_EQ(rmm_version(), RMMGO_VERSION_STRING);
 }
 
+TEST(stream_flags) {
+  rmmgo::cuda_stream blocking;  // RMM's default: synchronizes with the legacy default stream
+  rmmgo::cuda_stream free_running{rmmgo::cuda_stream::flags::non_blocking};
+  CHECK(blocking.value() != nullptr && free_running.value() != nullptr);
+  CHECK(blocking.value() != free_running.value());
+  blocking.synchronize();
+  free_running.synchronize();
+  rmm_stream_t s = nullptr;
+  CHECK_EQ(rmm_stream_create_with_flags(&s, 6u), RMM_ERROR_INVALID_ARGUMENT);
+  CHECK(s == nullptr);
+}
+
 TEST(prefetch_managed_memory) {
   mr::managed_memory_resource m;
   void* p = m.allocate_sync(1 << 20);
