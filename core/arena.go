@@ -165,6 +165,7 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	// stream than its arena's waits in remote with its seq, and a record of
 	// the freeing stream covers it where it lies.
 	a.eng.init(r, kindArena, func(*streamState) *arenaList { return new(arenaList) }, nil)
+	a.eng.holds = func(l *arenaList) bool { return len(l.sbs) > 0 || len(l.remote) > 0 }
 	a.windows = make([]atomic.Pointer[superblock], size/superblockSize+1)
 	return a, nil
 }
@@ -520,6 +521,15 @@ func (a *Arena) allocateSlow(s Stream, sl *streamLists[arenaList], l *arenaList,
 	if p := a.steal(sl, l, u); p != 0 {
 		return p, nil
 	}
+	if a.eng.needSweep() {
+		// Many streams came since the last sweep: drop the lists of those
+		// that hold nothing (destroyed ones, typically), so that a program
+		// making stream after stream does not make the arena larger or
+		// slower over time.
+		ls := a.eng.lockAll()
+		a.eng.sweep(ls, l)
+		unlockAll(ls)
+	}
 	for attempt := 0; ; attempt++ {
 		sbp, err := a.global.allocate(s, superblockSize)
 		if err == nil {
@@ -663,6 +673,8 @@ func (a *Arena) reclaim() error {
 			i++
 		}
 	}
+	// Streams left with nothing (their superblocks given back above) go.
+	a.eng.sweep(ls, nil)
 	unlockAll(ls)
 	a.global.eng.applySync(marks)
 	var errs []error

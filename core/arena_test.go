@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/cudart"
 )
 
 func TestArenaOptions(t *testing.T) {
@@ -324,4 +326,29 @@ func TestArenaSiblingShards(t *testing.T) {
 	p, err = a.Allocate(DefaultStream, 3*superblockSize, 256)
 	require.NoError(t, err, "all of it back")
 	require.NoError(t, a.Deallocate(DefaultStream, p, 3*superblockSize, 256))
+}
+
+// TestArenaStreamChurn: a program that makes stream after stream, each
+// allocating and freeing a little before it is destroyed, leaves the arena
+// no larger: the arena runs out of superblocks (each stream's arena keeps
+// one), takes them back, and drops the lists of the streams that hold
+// nothing.
+func TestArenaStreamChurn(t *testing.T) {
+	r0 := testRuntime(t)
+	up := newCountingUpstream(t)
+	a := oneShard(t, func() (*Arena, error) { return NewArena(up, ArenaOptions{ArenaSize: 8 * superblockSize}) })
+	defer a.Close()
+	for i := 0; i < 200; i++ {
+		s, err := r0.StreamCreate(cudart.StreamFlagNonBlocking)
+		require.NoError(t, err)
+		p, err := a.Allocate(s, 100<<10, 256)
+		require.NoError(t, err, "stream %d", i)
+		require.NoError(t, a.Deallocate(s, p, 100<<10, 256))
+		require.NoError(t, r0.StreamSynchronize(s))
+		require.NoError(t, r0.StreamDestroy(s))
+	}
+	assert.Less(t, len(a.eng.allLists()), 40, "the lists of destroyed streams were dropped")
+	p, err := a.Allocate(DefaultStream, 6*superblockSize, 256)
+	require.NoError(t, err, "the superblocks came back")
+	require.NoError(t, a.Deallocate(DefaultStream, p, 6*superblockSize, 256))
 }

@@ -223,6 +223,10 @@ type engine[T any, PT listPtr[T]] struct {
 	// settled part and sets l.cut (l.mu is held, cut > l.cut); nil when the
 	// resource's lists have nothing to settle (the arena's).
 	settleList func(l PT, cut uint64)
+	// holds reports whether l holds anything that keeps its stream from
+	// being swept (l.mu is held); nil: its free bytes are not 0. The
+	// arena's lists hold superblocks even when they have no free byte.
+	holds func(l PT) bool
 
 	def   *streamLists[T] // the legacy default stream
 	table atomic.Pointer[streamTable[T]]
@@ -391,7 +395,11 @@ func (e *engine[T, PT]) sweep(ls []PT, keep PT) bool {
 		if _, seen := drop[b.st]; !seen {
 			drop[b.st] = true
 		}
-		if !locked[l] || b.free.Load() != 0 || l == keep || b.st.inflight.Load() != 0 {
+		held := b.free.Load() != 0
+		if e.holds != nil {
+			held = e.holds(l)
+		}
+		if !locked[l] || held || l == keep || b.st.inflight.Load() != 0 {
 			drop[b.st] = false
 		}
 	}
