@@ -254,9 +254,10 @@ func TestSuperblockBitmaps(t *testing.T) {
 
 // TestArenaSiblingShards: a stream's lists in several shards (one per P
 // that allocated on it) share its superblocks: a list that is full takes
-// room from the stream's other lists before a new superblock, moving the
-// superblock it found (unless frees from other streams wait in it), so one
-// stream never holds a partly used superblock per P.
+// room from the stream's idle lists before a new superblock, moving the
+// superblock it found (unless frees from other streams wait in it), so a
+// goroutine that moves between Ps does not leave a partly used superblock
+// in each; at exhaustion it takes room from any of them.
 func TestArenaSiblingShards(t *testing.T) {
 	r0 := testRuntime(t)
 	up := newCountingUpstream(t)
@@ -291,8 +292,10 @@ func TestArenaSiblingShards(t *testing.T) {
 
 	x, err := alloc(0)
 	require.NoError(t, err)
-	y, err := alloc(1)
-	require.NoError(t, err)
+	l1 := a.eng.list(sl, 1)
+	assert.Zero(t, a.steal(sl, l1, u, true), "P 0's list served an allocation since anyone looked: left alone")
+	y := a.steal(sl, l1, u, true)
+	require.NotZero(t, y, "no allocation since the last look: idle, so P 1 takes room there")
 	assert.Equal(t, uintptr(superblockSize), ArenaLentBytes(a), "P 1 used P 0's superblock")
 	assert.Equal(t, x+size, y)
 	assert.Equal(t, []int{0, 1}, []int{sbsOf(0), sbsOf(1)}, "the superblock moved to P 1's list")
