@@ -438,11 +438,24 @@ func (l *heapList) settle(pg nodePages, cut uint64) {
 }
 
 const (
-	leafBits  = 8 // 256 slots per leaf: a leaf (1 KiB) covers 64 KiB of a chunk
+	leafBits  = 8 // 256 slots per leaf: a leaf (2 KiB) covers 64 KiB of a chunk
 	leafSlots = 1 << leafBits
 )
 
-type leaf [leafSlots]relaxedInt32
+// A slot holds the allocated block's node id in its low half and its size
+// in units in its high half (0: too large to pack; claim reads the node),
+// so that a free checks the size without reading the node, which a random
+// free would miss in the cache. An empty slot is 0.
+type leaf [leafSlots]relaxedUint64
+
+// slotWord packs the allocated block id of size bytes for its slot.
+func slotWord(id int32, size uintptr) uint64 {
+	u := uint64(size >> unitShift)
+	if u > 1<<32-1 {
+		u = 0
+	}
+	return uint64(uint32(id)) | u<<32
+}
 
 // chunk is one upstream allocation.
 type chunk struct {
@@ -454,7 +467,7 @@ type chunk struct {
 
 // slot returns the index slot of the block starting at ptr, making its leaf
 // when create is set; nil when there is none.
-func (c *chunk) slot(ptr uintptr, create bool) *relaxedInt32 {
+func (c *chunk) slot(ptr uintptr, create bool) *relaxedUint64 {
 	off := ptr - c.base
 	lp := &c.leaves[off>>(unitShift+leafBits)]
 	lf := lp.Load()
@@ -668,7 +681,7 @@ func (h *heap) publish(id int32) (uintptr, error) {
 	if int(n.chunk) >= len(t.byID) || t.byID[n.chunk] == nil {
 		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
 	}
-	t.byID[n.chunk].slot(n.addr, true).Store(id)
+	t.byID[n.chunk].slot(n.addr, true).Store(slotWord(id, n.size))
 	return n.addr, nil
 }
 
@@ -926,26 +939,33 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 }
 
 // claim checks that ptr is the start of a live allocation of size bytes
-// and takes it out of the index, returning its node.
-func (h *heap) claim(ptr, size uintptr) (int32, error) {
+// and takes it out of the index, returning its node and its slot's word.
+// It reads the node only for a block too large to have its size in the
+// slot.
+func (h *heap) claim(ptr, size uintptr) (int32, uint64, error) {
 	c := h.chunks.Load().find(ptr)
 	if c == nil || ptr&(DefaultAlignment-1) != 0 {
-		return 0, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
+		return 0, 0, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
 	}
 	sp := c.slot(ptr, false)
-	var id int32
+	var w uint64
 	if sp != nil {
-		id = sp.Load()
+		w = sp.Load()
 	}
-	if id == 0 || !sp.CompareAndSwap(id, 0) {
-		return 0, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
+	if w == 0 || !sp.CompareAndSwap(w, 0) {
+		return 0, 0, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
 	}
-	if got := h.nodes.load().at(id).size; got != size {
-		sp.Store(id)
-		return 0, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+	id := int32(uint32(w))
+	got := uintptr(w>>32) << unitShift
+	if got == 0 {
+		got = h.nodes.load().at(id).size
+	}
+	if got != size {
+		sp.Store(w)
+		return 0, 0, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
 			h.kind, ErrInvalidArgument, ptr, size, got)
 	}
-	return id, nil
+	return id, w, nil
 }
 
 // deallocate returns size bytes at ptr, freed in stream order on s.
@@ -954,7 +974,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 	if err != nil {
 		return err
 	}
-	id, err := h.claim(ptr, size)
+	id, w, err := h.claim(ptr, size)
 	if err != nil {
 		return err
 	}
@@ -985,7 +1005,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The stream's lists were dropped meanwhile (they were empty):
 		// look it up again.
 		if sl, err = h.eng.lookup(s); err != nil {
-			h.chunks.Load().find(ptr).slot(ptr, false).Store(id)
+			h.chunks.Load().find(ptr).slot(ptr, false).Store(w)
 			return err
 		}
 	}
