@@ -158,6 +158,7 @@ type heapList struct {
 	classIndex             // fresh blocks
 	set        *classIndex // settled blocks; nil until the stream first settles
 	spare      []int32     // unused node ids
+	mag        *magazine   // blocks freed and not coalesced yet (magazine.go); nil until used
 }
 
 type classEntry struct {
@@ -374,6 +375,7 @@ func (l *heapList) each(pg nodePages, fn func(id int32, n *node)) {
 
 // clear empties the list (the nodes are the caller's business).
 func (l *heapList) clear() {
+	l.magClear()
 	l.classIndex.reset()
 	if l.set != nil {
 		l.set.reset()
@@ -554,6 +556,7 @@ type heap struct {
 	eng   engine[heapList, *heapList]
 	nodes nodeStore
 	grow  growFunc // nil: the heap never grows
+	mags  bool     // frees go through the lists' magazines (magazine.go); set before use
 
 	chunks    atomic.Pointer[chunkTable]
 	chunkMu   sync.Mutex // serializes chunk table changes
@@ -569,7 +572,10 @@ func (h *heap) init(kind string, r cudart.Runtime, grow growFunc) {
 	h.kind, h.grow = kind, grow
 	h.nodes.init()
 	h.eng.init(r, kind, func(*streamState) *heapList { return new(heapList) },
-		func(l *heapList, cut uint64) { l.settle(h.nodes.load(), cut) })
+		func(l *heapList, cut uint64) {
+			h.magFlushAll(l) // the magazine's blocks were freed before cut too
+			l.settle(h.nodes.load(), cut)
+		})
 	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
 	h.nextChunk = 1
 }
@@ -685,6 +691,39 @@ func (h *heap) publish(id int32) (uintptr, error) {
 	return n.addr, nil
 }
 
+// take serves size bytes from l for l's own stream: from its magazine, else
+// from its index, else from its index after flushing the magazine into it.
+// It returns the node, its address and its chunk; id 0 when l cannot serve
+// the request. l.mu is held.
+func (h *heap) take(l *heapList, size uintptr) (id int32, addr uintptr, chunk int32) {
+	if l.mag != nil {
+		if id, addr, chunk = l.magTake(size); id != 0 {
+			return id, addr, chunk
+		}
+	}
+	id = h.carve(l, size, false)
+	if id == 0 && l.mag != nil && l.mag.count != 0 {
+		h.magFlushAll(l)
+		id = h.carve(l, size, false)
+	}
+	if id == 0 {
+		return 0, 0, 0
+	}
+	n := h.nodes.load().at(id)
+	return id, n.addr, n.chunk
+}
+
+// publishAt is publish for a block whose address and chunk the caller
+// knows (it need not read the node).
+func (h *heap) publishAt(id int32, addr uintptr, chunk int32, size uintptr) (uintptr, error) {
+	t := h.chunks.Load()
+	if int(chunk) >= len(t.byID) || t.byID[chunk] == nil {
+		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
+	}
+	t.byID[chunk].slot(addr, true).Store(slotWord(id, size))
+	return addr, nil
+}
+
 // allocate returns size bytes (a multiple of 256, not 0) usable on stream s.
 func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 	if s == DefaultStream {
@@ -692,10 +731,10 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 		// retired), made already.
 		if l := h.eng.def.shards[currentP()&h.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			id := h.carve(l, size, false)
+			id, addr, chunk := h.take(l, size)
 			l.mu.Unlock()
 			if id != 0 {
-				return h.publish(id)
+				return h.publishAt(id, addr, chunk, size)
 			}
 		}
 	}
@@ -707,10 +746,10 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 		h.eng.maybeSettle(sl, s)
 		l := h.eng.list(sl, h.eng.shard())
 		l.mu.Lock()
-		id := h.carve(l, size, false)
+		id, addr, chunk := h.take(l, size)
 		l.mu.Unlock()
 		if id != 0 {
-			return h.publish(id)
+			return h.publishAt(id, addr, chunk, size)
 		}
 		p, err := h.allocateSlow(s, sl, l, size)
 		if err != errRetry {
@@ -737,10 +776,10 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 				continue
 			}
 			l.mu.Lock()
-			id := h.carve(l, size, false)
+			id, addr, chunk := h.take(l, size)
 			l.mu.Unlock()
 			if id != 0 {
-				return h.publish(id)
+				return h.publishAt(id, addr, chunk, size)
 			}
 		}
 		// Memory freed on other streams, once this stream waits for it.
@@ -760,6 +799,13 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 			}
 			l.mu.Lock()
 			id := h.carve(l, size, !durable)
+			if id == 0 && durable && l.mag != nil && l.mag.count != 0 {
+				// Blocks in the magazine of a durable stream's list are
+				// ordered like the others once in the index. (Those of
+				// other streams are fresh: they settle first.)
+				h.magFlushAll(l)
+				id = h.carve(l, size, false)
+			}
 			var seq uint64
 			if id != 0 {
 				seq = h.nodes.load().at(id).seq
@@ -939,13 +985,14 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 }
 
 // claim checks that ptr is the start of a live allocation of size bytes
-// and takes it out of the index, returning its node and its slot's word.
+// and takes it out of the index, returning its node, its slot's word and
+// its chunk.
 // It reads the node only for a block too large to have its size in the
 // slot.
-func (h *heap) claim(ptr, size uintptr) (int32, uint64, error) {
+func (h *heap) claim(ptr, size uintptr) (int32, uint64, *chunk, error) {
 	c := h.chunks.Load().find(ptr)
 	if c == nil || ptr&(DefaultAlignment-1) != 0 {
-		return 0, 0, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
+		return 0, 0, nil, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
 	}
 	sp := c.slot(ptr, false)
 	var w uint64
@@ -953,7 +1000,7 @@ func (h *heap) claim(ptr, size uintptr) (int32, uint64, error) {
 		w = sp.Load()
 	}
 	if w == 0 || !sp.CompareAndSwap(w, 0) {
-		return 0, 0, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
+		return 0, 0, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
 	}
 	id := int32(uint32(w))
 	got := uintptr(w>>32) << unitShift
@@ -962,10 +1009,10 @@ func (h *heap) claim(ptr, size uintptr) (int32, uint64, error) {
 	}
 	if got != size {
 		sp.Store(w)
-		return 0, 0, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+		return 0, 0, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
 			h.kind, ErrInvalidArgument, ptr, size, got)
 	}
-	return id, w, nil
+	return id, w, c, nil
 }
 
 // deallocate returns size bytes at ptr, freed in stream order on s.
@@ -974,7 +1021,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 	if err != nil {
 		return err
 	}
-	id, w, err := h.claim(ptr, size)
+	id, w, c, err := h.claim(ptr, size)
 	if err != nil {
 		return err
 	}
@@ -982,7 +1029,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The fast path, as in allocate.
 		if l := sl.shards[currentP()&h.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			h.insertFree(l, id, sl.st.epoch.Load())
+			h.magPut(l, id, ptr, c.id, size, sl.st.epoch.Load())
 			l.mu.Unlock()
 			return nil
 		}
@@ -991,7 +1038,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		l := h.eng.list(sl, h.eng.shard())
 		l.mu.Lock()
 		if !l.retired {
-			h.insertFree(l, id, sl.st.epoch.Load())
+			h.magPut(l, id, ptr, c.id, size, sl.st.epoch.Load())
 			batch := l.noteFreed(size, h.size.Load) && h.eng.shared()
 			l.mu.Unlock()
 			if batch {
@@ -1005,7 +1052,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The stream's lists were dropped meanwhile (they were empty):
 		// look it up again.
 		if sl, err = h.eng.lookup(s); err != nil {
-			h.chunks.Load().find(ptr).slot(ptr, false).Store(w)
+			c.slot(ptr, false).Store(w)
 			return err
 		}
 	}
@@ -1024,6 +1071,11 @@ func (h *heap) defrag(s Stream, own *heapList, size uintptr) (int32, error) {
 		return 0, errRetry
 	}
 	st := own.st
+	for _, l := range ls {
+		if l.st == st || l.st.durable() {
+			h.magFlushAll(l) // all of it moves (the others' magazines are fresh)
+		}
+	}
 	pg := h.nodes.load()
 	// The blocks to move, and the latest free among them per stream.
 	var ids []int32
@@ -1105,6 +1157,9 @@ func (h *heap) releaseChunks(all bool) []*chunk {
 	byID := make(map[int32]*heapList, len(ls))
 	for _, l := range ls {
 		byID[l.id] = l
+		if !all {
+			h.magFlushAll(l) // a chunk is wholly free only once its blocks merged
+		}
 	}
 	pg := h.nodes.load()
 	t := h.chunks.Load()
@@ -1161,6 +1216,9 @@ func (h *heap) stats() heapStats {
 	var s heapStats
 	ls := h.eng.lockAll()
 	defer unlockAll(ls)
+	for _, l := range ls {
+		h.magFlushAll(l)
+	}
 	pg := h.nodes.load()
 	s.chunks = len(h.chunks.Load().sorted)
 	for _, l := range ls {

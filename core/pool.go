@@ -111,6 +111,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
 	p.h.init(kindPool, r, p.grow)
+	p.h.mags = true
 	if initial > 0 {
 		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
 		if err != nil {
