@@ -28,6 +28,8 @@ func (r *relaxedUintptr) Add(d uintptr)   { r.v += d }
 
 type relaxedUint64 struct{ v uint64 }
 
-func (r *relaxedUint64) Load() uint64                    { return r.v }
-func (r *relaxedUint64) Store(v uint64)                  { r.v = v }
-func (r *relaxedUint64) CompareAndSwap(o, n uint64) bool { return atomic.CompareAndSwapUint64(&r.v, o, n) }
+func (r *relaxedUint64) Load() uint64   { return r.v }
+func (r *relaxedUint64) Store(v uint64) { r.v = v }
+func (r *relaxedUint64) CompareAndSwap(o, n uint64) bool {
+	return atomic.CompareAndSwapUint64(&r.v, o, n)
+}
