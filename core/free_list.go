@@ -444,19 +444,27 @@ const (
 	leafSlots = 1 << leafBits
 )
 
-// A slot holds the allocated block's node id in its low half and its size
-// in units in its high half (0: too large to pack; claim reads the node),
-// so that a free checks the size without reading the node, which a random
-// free would miss in the cache. An empty slot is 0.
+// A slot word holds an allocated block's node id (bits 0-31), its size in
+// units (bits 32-55; 0: too large to pack, claim reads the node) and its
+// unit within its 64 KiB region (bits 56-63), so that a free checks the
+// size without reading the node, which a random free would miss in the
+// cache. An empty slot is 0.
 type leaf [leafSlots]relaxedUint64
 
-// slotWord packs the allocated block id of size bytes for its slot.
-func slotWord(id int32, size uintptr) uint64 {
+// bigBlock is the size from which a block's slot is its region's big slot
+// rather than a leaf slot: two blocks of at least 64 KiB never start in the
+// same 64 KiB region, so one word per region indexes them. That table
+// (8 bytes per 64 KiB) stays in the cache where the leaves of a heap of
+// large blocks, one line per block spread over megabytes, do not.
+const bigBlock = 1 << (unitShift + leafBits)
+
+// slotWord packs the allocated block id of size bytes at addr for its slot.
+func slotWord(id int32, size, addr uintptr) uint64 {
 	u := uint64(size >> unitShift)
-	if u > 1<<32-1 {
+	if u >= 1<<24 {
 		u = 0
 	}
-	return uint64(uint32(id)) | u<<32
+	return uint64(uint32(id)) | u<<32 | uint64(addr>>unitShift&(leafSlots-1))<<56
 }
 
 // chunk is one upstream allocation.
@@ -465,9 +473,37 @@ type chunk struct {
 	id         int32
 	first      int32 // the node at base; it stays the first for the chunk's life
 	leaves     []atomic.Pointer[leaf]
+	big        []relaxedUint64 // per 64 KiB region: the block of at least bigBlock bytes starting there
 }
 
-// slot returns the index slot of the block starting at ptr, making its leaf
+// slotFor returns the slot for a block of size bytes starting at ptr,
+// making its leaf if needed.
+func (c *chunk) slotFor(ptr, size uintptr) *relaxedUint64 {
+	if size >= bigBlock {
+		return &c.big[(ptr-c.base)>>(unitShift+leafBits)]
+	}
+	return c.slot(ptr, true)
+}
+
+// lookup returns the slot of ptr and its word, in the big slots (big set)
+// or the leaves; nil when neither holds a block starting at ptr.
+func (c *chunk) lookup(ptr uintptr, big bool) (*relaxedUint64, uint64) {
+	if big {
+		sp := &c.big[(ptr-c.base)>>(unitShift+leafBits)]
+		w := sp.Load()
+		if w == 0 || w>>56 != uint64(ptr>>unitShift&(leafSlots-1)) {
+			return nil, 0
+		}
+		return sp, w
+	}
+	sp := c.slot(ptr, false)
+	if sp == nil {
+		return nil, 0
+	}
+	return sp, sp.Load()
+}
+
+// slot returns the leaf slot of the block starting at ptr, making its leaf
 // when create is set; nil when there is none.
 func (c *chunk) slot(ptr uintptr, create bool) *relaxedUint64 {
 	off := ptr - c.base
@@ -687,7 +723,7 @@ func (h *heap) publish(id int32) (uintptr, error) {
 	if int(n.chunk) >= len(t.byID) || t.byID[n.chunk] == nil {
 		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
 	}
-	t.byID[n.chunk].slot(n.addr, true).Store(slotWord(id, n.size))
+	t.byID[n.chunk].slotFor(n.addr, n.size).Store(slotWord(id, n.size, n.addr))
 	return n.addr, nil
 }
 
@@ -720,7 +756,7 @@ func (h *heap) publishAt(id int32, addr uintptr, chunk int32, size uintptr) (uin
 	if int(chunk) >= len(t.byID) || t.byID[chunk] == nil {
 		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
 	}
-	t.byID[chunk].slot(addr, true).Store(slotWord(id, size))
+	t.byID[chunk].slotFor(addr, size).Store(slotWord(id, size, addr))
 	return addr, nil
 }
 
@@ -952,6 +988,7 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 	old := h.chunks.Load()
 	c := &chunk{base: base, size: size, id: h.nextChunk}
 	c.leaves = make([]atomic.Pointer[leaf], (size+(1<<(unitShift+leafBits))-1)>>(unitShift+leafBits))
+	c.big = make([]relaxedUint64, len(c.leaves))
 	h.nextChunk++
 	nt := &chunkTable{
 		sorted: append(append(make([]*chunk, 0, len(old.sorted)+1), old.sorted...), c),
@@ -985,34 +1022,37 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 }
 
 // claim checks that ptr is the start of a live allocation of size bytes
-// and takes it out of the index, returning its node, its slot's word and
-// its chunk.
+// and takes it out of the index, returning its node, its slot's word, the
+// slot and its chunk.
 // It reads the node only for a block too large to have its size in the
 // slot.
-func (h *heap) claim(ptr, size uintptr) (int32, uint64, *chunk, error) {
+func (h *heap) claim(ptr, size uintptr) (int32, uint64, *relaxedUint64, *chunk, error) {
 	c := h.chunks.Load().find(ptr)
 	if c == nil || ptr&(DefaultAlignment-1) != 0 {
-		return 0, 0, nil, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
+		return 0, 0, nil, nil, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
 	}
-	sp := c.slot(ptr, false)
-	var w uint64
-	if sp != nil {
-		w = sp.Load()
+	// Where the size says the block is; the other table too for a size
+	// that does not match the block's (to report that, rather than an
+	// invalid pointer).
+	big := size >= bigBlock
+	sp, w := c.lookup(ptr, big)
+	if w == 0 {
+		sp, w = c.lookup(ptr, !big)
 	}
 	if w == 0 || !sp.CompareAndSwap(w, 0) {
-		return 0, 0, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
+		return 0, 0, nil, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
 	}
 	id := int32(uint32(w))
-	got := uintptr(w>>32) << unitShift
+	got := uintptr(w>>32&(1<<24-1)) << unitShift
 	if got == 0 {
 		got = h.nodes.load().at(id).size
 	}
 	if got != size {
 		sp.Store(w)
-		return 0, 0, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+		return 0, 0, nil, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
 			h.kind, ErrInvalidArgument, ptr, size, got)
 	}
-	return id, w, c, nil
+	return id, w, sp, c, nil
 }
 
 // deallocate returns size bytes at ptr, freed in stream order on s.
@@ -1021,7 +1061,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 	if err != nil {
 		return err
 	}
-	id, w, c, err := h.claim(ptr, size)
+	id, w, sp, c, err := h.claim(ptr, size)
 	if err != nil {
 		return err
 	}
@@ -1052,7 +1092,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The stream's lists were dropped meanwhile (they were empty):
 		// look it up again.
 		if sl, err = h.eng.lookup(s); err != nil {
-			c.slot(ptr, false).Store(w)
+			sp.Store(w)
 			return err
 		}
 	}
