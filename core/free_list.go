@@ -23,7 +23,10 @@ import (
 // 16 KiB, then 32 classes per power of two, with a bitmap of the non-empty
 // classes, so finding the smallest class that holds a fitting block is a
 // few bit operations whatever the number of blocks. Allocated blocks are
-// found from their address through a per-chunk table of 256-byte slots.
+// found from their address through per-chunk tables: one slot per 256-byte
+// unit for blocks under 64 KiB, one per 64 KiB region for larger ones.
+// Frees of blocks up to 1 MiB are coalesced late, through the lists'
+// magazines (magazine.go), where the pool enables them.
 //
 // Nodes live in pages of a node store and are named by int32 ids, so the
 // heap holds no Go pointers per block and costs the garbage collector
