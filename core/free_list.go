@@ -443,31 +443,81 @@ func (l *heapList) settle(pg nodePages, cut uint64) {
 }
 
 const (
-	leafBits  = 8 // 256 slots per leaf: a leaf (2 KiB) covers 64 KiB of a chunk
+	leafBits  = 8 // 256 slots per leaf: a leaf (1 KiB) covers 64 KiB of a chunk
 	leafSlots = 1 << leafBits
 )
 
-// A slot word holds an allocated block's node id (bits 0-31), its size in
-// units (bits 32-55; 0: too large to pack, claim reads the node) and its
-// unit within its 64 KiB region (bits 56-63), so that a free checks the
-// size without reading the node, which a random free would miss in the
-// cache. An empty slot is 0.
-type leaf [leafSlots]relaxedUint64
+// An allocated block's slot holds its node id and, when they fit, its size
+// in units, so that a free checks the size without reading the node, which
+// a random free would miss in the cache. An empty slot is 0.
+//
+// Blocks under bigBlock have a leaf slot (32 bits, one per 256-byte unit):
+// bit 31 set, the size in bits 23-30 and the id in bits 0-22; or, for an id
+// of 2^23 or more, the id alone (claim reads the node).
+type leaf [leafSlots]relaxedUint32
 
-// bigBlock is the size from which a block's slot is its region's big slot
-// rather than a leaf slot: two blocks of at least 64 KiB never start in the
-// same 64 KiB region, so one word per region indexes them. That table
-// (8 bytes per 64 KiB) stays in the cache where the leaves of a heap of
-// large blocks, one line per block spread over megabytes, do not.
+// Blocks of bigBlock bytes or more have their region's big slot (64 bits,
+// one per 64 KiB): the id in bits 0-31, the size in bits 32-55 (0: too
+// large, claim reads the node) and the block's unit within the region in
+// bits 56-63. Two such blocks never start in the same 64 KiB region. The
+// big slots (8 bytes per 64 KiB) stay in the cache where leaves holding
+// one large block each, spread over the whole heap, do not.
 const bigBlock = 1 << (unitShift + leafBits)
 
-// slotWord packs the allocated block id of size bytes at addr for its slot.
-func slotWord(id int32, size, addr uintptr) uint64 {
+const leafPacked = 1 << 31
+
+// leafWord packs the allocated block id of size bytes (under bigBlock) for
+// its leaf slot.
+func leafWord(id int32, size uintptr) uint32 {
+	if id >= 1<<23 {
+		return uint32(id)
+	}
+	return leafPacked | uint32(size>>unitShift)<<23 | uint32(id)
+}
+
+// bigWord packs the allocated block id of size bytes (at least bigBlock) at
+// addr for its big slot.
+func bigWord(id int32, size, addr uintptr) uint64 {
 	u := uint64(size >> unitShift)
 	if u >= 1<<24 {
 		u = 0
 	}
 	return uint64(uint32(id)) | u<<32 | uint64(addr>>unitShift&(leafSlots-1))<<56
+}
+
+// slotRef is a slot of either kind and the word it held.
+type slotRef struct {
+	leaf *relaxedUint32
+	big  *relaxedUint64
+	w    uint64
+}
+
+// decode returns the id and the size (0: unknown) in r's word.
+func (r slotRef) decode() (int32, uintptr) {
+	if r.big != nil {
+		return int32(uint32(r.w)), uintptr(r.w>>32&(1<<24-1)) << unitShift
+	}
+	if r.w&leafPacked == 0 {
+		return int32(r.w), 0
+	}
+	return int32(r.w & (1<<23 - 1)), uintptr(r.w>>23&(leafSlots-1)) << unitShift
+}
+
+// clear empties the slot if it still holds r's word.
+func (r slotRef) clear() bool {
+	if r.big != nil {
+		return r.big.CompareAndSwap(r.w, 0)
+	}
+	return r.leaf.CompareAndSwap(uint32(r.w), 0)
+}
+
+// restore puts r's word back.
+func (r slotRef) restore() {
+	if r.big != nil {
+		r.big.Store(r.w)
+	} else {
+		r.leaf.Store(uint32(r.w))
+	}
 }
 
 // chunk is one upstream allocation.
@@ -479,36 +529,36 @@ type chunk struct {
 	big        []relaxedUint64 // per 64 KiB region: the block of at least bigBlock bytes starting there
 }
 
-// slotFor returns the slot for a block of size bytes starting at ptr,
-// making its leaf if needed.
-func (c *chunk) slotFor(ptr, size uintptr) *relaxedUint64 {
+// record fills the slot of the allocated block id of size bytes at addr.
+func (c *chunk) record(id int32, addr, size uintptr) {
 	if size >= bigBlock {
-		return &c.big[(ptr-c.base)>>(unitShift+leafBits)]
+		c.big[(addr-c.base)>>(unitShift+leafBits)].Store(bigWord(id, size, addr))
+		return
 	}
-	return c.slot(ptr, true)
+	c.slot(addr, true).Store(leafWord(id, size))
 }
 
-// lookup returns the slot of ptr and its word, in the big slots (big set)
-// or the leaves; nil when neither holds a block starting at ptr.
-func (c *chunk) lookup(ptr uintptr, big bool) (*relaxedUint64, uint64) {
+// lookup returns the slot of the block starting at ptr, in the big slots
+// (big set) or the leaves; its word is 0 when there is none.
+func (c *chunk) lookup(ptr uintptr, big bool) slotRef {
 	if big {
 		sp := &c.big[(ptr-c.base)>>(unitShift+leafBits)]
 		w := sp.Load()
-		if w == 0 || w>>56 != uint64(ptr>>unitShift&(leafSlots-1)) {
-			return nil, 0
+		if w>>56 != uint64(ptr>>unitShift&(leafSlots-1)) {
+			w = 0 // another block's, or none
 		}
-		return sp, w
+		return slotRef{big: sp, w: w}
 	}
 	sp := c.slot(ptr, false)
 	if sp == nil {
-		return nil, 0
+		return slotRef{}
 	}
-	return sp, sp.Load()
+	return slotRef{leaf: sp, w: uint64(sp.Load())}
 }
 
 // slot returns the leaf slot of the block starting at ptr, making its leaf
 // when create is set; nil when there is none.
-func (c *chunk) slot(ptr uintptr, create bool) *relaxedUint64 {
+func (c *chunk) slot(ptr uintptr, create bool) *relaxedUint32 {
 	off := ptr - c.base
 	lp := &c.leaves[off>>(unitShift+leafBits)]
 	lf := lp.Load()
@@ -726,7 +776,7 @@ func (h *heap) publish(id int32) (uintptr, error) {
 	if int(n.chunk) >= len(t.byID) || t.byID[n.chunk] == nil {
 		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
 	}
-	t.byID[n.chunk].slotFor(n.addr, n.size).Store(slotWord(id, n.size, n.addr))
+	t.byID[n.chunk].record(id, n.addr, n.size)
 	return n.addr, nil
 }
 
@@ -759,7 +809,7 @@ func (h *heap) publishAt(id int32, addr uintptr, chunk int32, size uintptr) (uin
 	if int(chunk) >= len(t.byID) || t.byID[chunk] == nil {
 		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
 	}
-	t.byID[chunk].slotFor(addr, size).Store(slotWord(id, size, addr))
+	t.byID[chunk].record(id, addr, size)
 	return addr, nil
 }
 
@@ -1025,37 +1075,35 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 }
 
 // claim checks that ptr is the start of a live allocation of size bytes
-// and takes it out of the index, returning its node, its slot's word, the
-// slot and its chunk.
-// It reads the node only for a block too large to have its size in the
-// slot.
-func (h *heap) claim(ptr, size uintptr) (int32, uint64, *relaxedUint64, *chunk, error) {
+// and takes it out of the index, returning its node, its slot (to put it
+// back if the free cannot go on) and its chunk. It reads the node only for
+// a block whose size its slot does not hold.
+func (h *heap) claim(ptr, size uintptr) (int32, slotRef, *chunk, error) {
 	c := h.chunks.Load().find(ptr)
 	if c == nil || ptr&(DefaultAlignment-1) != 0 {
-		return 0, 0, nil, nil, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
+		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
 	}
 	// Where the size says the block is; the other table too for a size
 	// that does not match the block's (to report that, rather than an
 	// invalid pointer).
 	big := size >= bigBlock
-	sp, w := c.lookup(ptr, big)
-	if w == 0 {
-		sp, w = c.lookup(ptr, !big)
+	r := c.lookup(ptr, big)
+	if r.w == 0 {
+		r = c.lookup(ptr, !big)
 	}
-	if w == 0 || !sp.CompareAndSwap(w, 0) {
-		return 0, 0, nil, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
+	if r.w == 0 || !r.clear() {
+		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
 	}
-	id := int32(uint32(w))
-	got := uintptr(w>>32&(1<<24-1)) << unitShift
+	id, got := r.decode()
 	if got == 0 {
 		got = h.nodes.load().at(id).size
 	}
 	if got != size {
-		sp.Store(w)
-		return 0, 0, nil, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+		r.restore()
+		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
 			h.kind, ErrInvalidArgument, ptr, size, got)
 	}
-	return id, w, sp, c, nil
+	return id, r, c, nil
 }
 
 // deallocate returns size bytes at ptr, freed in stream order on s.
@@ -1064,7 +1112,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 	if err != nil {
 		return err
 	}
-	id, w, sp, c, err := h.claim(ptr, size)
+	id, r, c, err := h.claim(ptr, size)
 	if err != nil {
 		return err
 	}
@@ -1095,7 +1143,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The stream's lists were dropped meanwhile (they were empty):
 		// look it up again.
 		if sl, err = h.eng.lookup(s); err != nil {
-			sp.Store(w)
+			r.restore()
 			return err
 		}
 	}

@@ -33,3 +33,11 @@ func (r *relaxedUint64) Store(v uint64) { r.v = v }
 func (r *relaxedUint64) CompareAndSwap(o, n uint64) bool {
 	return atomic.CompareAndSwapUint64(&r.v, o, n)
 }
+
+type relaxedUint32 struct{ v uint32 }
+
+func (r *relaxedUint32) Load() uint32   { return r.v }
+func (r *relaxedUint32) Store(v uint32) { r.v = v }
+func (r *relaxedUint32) CompareAndSwap(o, n uint32) bool {
+	return atomic.CompareAndSwapUint32(&r.v, o, n)
+}

@@ -24,3 +24,9 @@ type relaxedUint64 struct{ v atomic.Uint64 }
 func (r *relaxedUint64) Load() uint64                    { return r.v.Load() }
 func (r *relaxedUint64) Store(v uint64)                  { r.v.Store(v) }
 func (r *relaxedUint64) CompareAndSwap(o, n uint64) bool { return r.v.CompareAndSwap(o, n) }
+
+type relaxedUint32 struct{ v atomic.Uint32 }
+
+func (r *relaxedUint32) Load() uint32                    { return r.v.Load() }
+func (r *relaxedUint32) Store(v uint32)                  { r.v.Store(v) }
+func (r *relaxedUint32) CompareAndSwap(o, n uint32) bool { return r.v.CompareAndSwap(o, n) }

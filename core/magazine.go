@@ -13,7 +13,7 @@ package core
 // its rounded size from the magazine before it looks at the coalesced
 // index. Neither touches the block's node: the magazine entry holds what
 // the allocation needs (address, chunk, size), and the index slot holds the
-// size (see slotWord).
+// size (see leafWord and bigWord).
 //
 // A block in a magazine is allocated as far as the rest of the heap can
 // tell: its node's owner stays 0, so no neighbour merges with it, and its

@@ -500,3 +500,62 @@ func TestArenaGlobalHeapNoMagazine(t *testing.T) {
 
 // up256 rounds n up to 256 bytes, as the pool does.
 func up256(n uintptr) uintptr { return (n + 255) &^ 255 }
+
+// TestSlotWords: the slot words round-trip, and a word that does not hold
+// the size (a node id of 2^23 or more in a leaf, a block of 4 GiB or more
+// in a big slot) makes claim read the node: a right size frees, a wrong
+// one is refused and leaves the block live.
+func TestSlotWords(t *testing.T) {
+	for _, c := range []struct {
+		id       int32
+		size     uintptr
+		wantSize uintptr // 0: not packed
+	}{
+		{1, 256, 256},
+		{1<<23 - 1, 255 << 8, 255 << 8},
+		{1 << 23, 256, 0},
+		{1<<31 - 1, 4096, 0},
+	} {
+		var x relaxedUint32
+		x.Store(leafWord(c.id, c.size))
+		id, size := slotRef{leaf: &x, w: uint64(x.Load())}.decode()
+		assert.Equal(t, c.id, id, "leaf id %d", c.id)
+		assert.Equal(t, c.wantSize, size, "leaf size %d", c.size)
+	}
+	for _, c := range []struct {
+		id       int32
+		size     uintptr
+		wantSize uintptr
+	}{
+		{7, bigBlock, bigBlock},
+		{1<<31 - 1, 1 << 30, 1 << 30},
+		{3, 4 << 30, 0},
+	} {
+		addr := uintptr(0x7f0000000000) + 5<<unitShift
+		w := bigWord(c.id, c.size, addr)
+		assert.Equal(t, uint64(5), w>>56, "the block's unit in its region")
+		id, size := slotRef{big: new(relaxedUint64), w: w}.decode()
+		assert.Equal(t, c.id, id)
+		assert.Equal(t, c.wantSize, size)
+	}
+	for _, n := range []uintptr{4096, 128 << 10} {
+		up := newCountingUpstream(t)
+		p, err := NewPool(up, PoolOptions{InitialSize: 1 << 20})
+		require.NoError(t, err)
+		x, err := p.Allocate(DefaultStream, n, 256)
+		require.NoError(t, err)
+		// Put the word back without its size, as for a large id or block.
+		c := p.h.chunks.Load().find(x)
+		r := c.lookup(x, n >= bigBlock)
+		id, _ := r.decode()
+		if r.big != nil {
+			r.big.Store(uint64(uint32(id)) | uint64(x>>unitShift&(leafSlots-1))<<56)
+		} else {
+			r.leaf.Store(uint32(id))
+		}
+		requireIs(t, p.Deallocate(DefaultStream, x, n+256, 256), ErrInvalidArgument)
+		require.NoError(t, p.Deallocate(DefaultStream, x, n, 256))
+		requireIs(t, p.Deallocate(DefaultStream, x, n, 256), ErrInvalidPointer)
+		require.NoError(t, p.Close())
+	}
+}
