@@ -23,7 +23,10 @@ import (
 // 16 KiB, then 32 classes per power of two, with a bitmap of the non-empty
 // classes, so finding the smallest class that holds a fitting block is a
 // few bit operations whatever the number of blocks. Allocated blocks are
-// found from their address through a per-chunk table of 256-byte slots.
+// found from their address through per-chunk tables: one slot per 256-byte
+// unit for blocks under 64 KiB, one per 64 KiB region for larger ones.
+// Frees of blocks up to 1 MiB are coalesced late, through the lists'
+// magazines (magazine.go), where the pool enables them.
 //
 // Nodes live in pages of a node store and are named by int32 ids, so the
 // heap holds no Go pointers per block and costs the garbage collector
@@ -158,6 +161,7 @@ type heapList struct {
 	classIndex             // fresh blocks
 	set        *classIndex // settled blocks; nil until the stream first settles
 	spare      []int32     // unused node ids
+	mag        *magazine   // blocks freed and not coalesced yet (magazine.go); nil until used
 }
 
 type classEntry struct {
@@ -374,6 +378,7 @@ func (l *heapList) each(pg nodePages, fn func(id int32, n *node)) {
 
 // clear empties the list (the nodes are the caller's business).
 func (l *heapList) clear() {
+	l.magClear()
 	l.classIndex.reset()
 	if l.set != nil {
 		l.set.reset()
@@ -442,7 +447,78 @@ const (
 	leafSlots = 1 << leafBits
 )
 
-type leaf [leafSlots]relaxedInt32
+// An allocated block's slot holds its node id and, when they fit, its size
+// in units, so that a free checks the size without reading the node, which
+// a random free would miss in the cache. An empty slot is 0.
+//
+// Blocks under bigBlock have a leaf slot (32 bits, one per 256-byte unit):
+// bit 31 set, the size in bits 23-30 and the id in bits 0-22; or, for an id
+// of 2^23 or more, the id alone (claim reads the node).
+type leaf [leafSlots]relaxedUint32
+
+// Blocks of bigBlock bytes or more have their region's big slot (64 bits,
+// one per 64 KiB): the id in bits 0-31, the size in bits 32-55 (0: too
+// large, claim reads the node) and the block's unit within the region in
+// bits 56-63. Two such blocks never start in the same 64 KiB region. The
+// big slots (8 bytes per 64 KiB) stay in the cache where leaves holding
+// one large block each, spread over the whole heap, do not.
+const bigBlock = 1 << (unitShift + leafBits)
+
+const leafPacked = 1 << 31
+
+// leafWord packs the allocated block id of size bytes (under bigBlock) for
+// its leaf slot.
+func leafWord(id int32, size uintptr) uint32 {
+	if id >= 1<<23 {
+		return uint32(id)
+	}
+	return leafPacked | uint32(size>>unitShift)<<23 | uint32(id)
+}
+
+// bigWord packs the allocated block id of size bytes (at least bigBlock) at
+// addr for its big slot.
+func bigWord(id int32, size, addr uintptr) uint64 {
+	u := uint64(size >> unitShift)
+	if u >= 1<<24 {
+		u = 0
+	}
+	return uint64(uint32(id)) | u<<32 | uint64(addr>>unitShift&(leafSlots-1))<<56
+}
+
+// slotRef is a slot of either kind and the word it held.
+type slotRef struct {
+	leaf *relaxedUint32
+	big  *relaxedUint64
+	w    uint64
+}
+
+// decode returns the id and the size (0: unknown) in r's word.
+func (r slotRef) decode() (int32, uintptr) {
+	if r.big != nil {
+		return int32(uint32(r.w)), uintptr(r.w>>32&(1<<24-1)) << unitShift
+	}
+	if r.w&leafPacked == 0 {
+		return int32(r.w), 0
+	}
+	return int32(r.w & (1<<23 - 1)), uintptr(r.w>>23&(leafSlots-1)) << unitShift
+}
+
+// clear empties the slot if it still holds r's word.
+func (r slotRef) clear() bool {
+	if r.big != nil {
+		return r.big.CompareAndSwap(r.w, 0)
+	}
+	return r.leaf.CompareAndSwap(uint32(r.w), 0)
+}
+
+// restore puts r's word back.
+func (r slotRef) restore() {
+	if r.big != nil {
+		r.big.Store(r.w)
+	} else {
+		r.leaf.Store(uint32(r.w))
+	}
+}
 
 // chunk is one upstream allocation.
 type chunk struct {
@@ -450,11 +526,39 @@ type chunk struct {
 	id         int32
 	first      int32 // the node at base; it stays the first for the chunk's life
 	leaves     []atomic.Pointer[leaf]
+	big        []relaxedUint64 // per 64 KiB region: the block of at least bigBlock bytes starting there
 }
 
-// slot returns the index slot of the block starting at ptr, making its leaf
+// record fills the slot of the allocated block id of size bytes at addr.
+func (c *chunk) record(id int32, addr, size uintptr) {
+	if size >= bigBlock {
+		c.big[(addr-c.base)>>(unitShift+leafBits)].Store(bigWord(id, size, addr))
+		return
+	}
+	c.slot(addr, true).Store(leafWord(id, size))
+}
+
+// lookup returns the slot of the block starting at ptr, in the big slots
+// (big set) or the leaves; its word is 0 when there is none.
+func (c *chunk) lookup(ptr uintptr, big bool) slotRef {
+	if big {
+		sp := &c.big[(ptr-c.base)>>(unitShift+leafBits)]
+		w := sp.Load()
+		if w>>56 != uint64(ptr>>unitShift&(leafSlots-1)) {
+			w = 0 // another block's, or none
+		}
+		return slotRef{big: sp, w: w}
+	}
+	sp := c.slot(ptr, false)
+	if sp == nil {
+		return slotRef{}
+	}
+	return slotRef{leaf: sp, w: uint64(sp.Load())}
+}
+
+// slot returns the leaf slot of the block starting at ptr, making its leaf
 // when create is set; nil when there is none.
-func (c *chunk) slot(ptr uintptr, create bool) *relaxedInt32 {
+func (c *chunk) slot(ptr uintptr, create bool) *relaxedUint32 {
 	off := ptr - c.base
 	lp := &c.leaves[off>>(unitShift+leafBits)]
 	lf := lp.Load()
@@ -541,6 +645,7 @@ type heap struct {
 	eng   engine[heapList, *heapList]
 	nodes nodeStore
 	grow  growFunc // nil: the heap never grows
+	mags  bool     // frees go through the lists' magazines (magazine.go); set before use
 
 	chunks    atomic.Pointer[chunkTable]
 	chunkMu   sync.Mutex // serializes chunk table changes
@@ -556,7 +661,10 @@ func (h *heap) init(kind string, r cudart.Runtime, grow growFunc) {
 	h.kind, h.grow = kind, grow
 	h.nodes.init()
 	h.eng.init(r, kind, func(*streamState) *heapList { return new(heapList) },
-		func(l *heapList, cut uint64) { l.settle(h.nodes.load(), cut) })
+		func(l *heapList, cut uint64) {
+			h.magFlushAll(l) // the magazine's blocks were freed before cut too
+			l.settle(h.nodes.load(), cut)
+		})
 	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
 	h.nextChunk = 1
 }
@@ -668,8 +776,41 @@ func (h *heap) publish(id int32) (uintptr, error) {
 	if int(n.chunk) >= len(t.byID) || t.byID[n.chunk] == nil {
 		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
 	}
-	t.byID[n.chunk].slot(n.addr, true).Store(id)
+	t.byID[n.chunk].record(id, n.addr, n.size)
 	return n.addr, nil
+}
+
+// take serves size bytes from l for l's own stream: from its magazine, else
+// from its index, else from its index after flushing the magazine into it.
+// It returns the node, its address and its chunk; id 0 when l cannot serve
+// the request. l.mu is held.
+func (h *heap) take(l *heapList, size uintptr) (id int32, addr uintptr, chunk int32) {
+	if l.mag != nil {
+		if id, addr, chunk = l.magTake(size); id != 0 {
+			return id, addr, chunk
+		}
+	}
+	id = h.carve(l, size, false)
+	if id == 0 && l.mag != nil && l.mag.count != 0 {
+		h.magFlushAll(l)
+		id = h.carve(l, size, false)
+	}
+	if id == 0 {
+		return 0, 0, 0
+	}
+	n := h.nodes.load().at(id)
+	return id, n.addr, n.chunk
+}
+
+// publishAt is publish for a block whose address and chunk the caller
+// knows (it need not read the node).
+func (h *heap) publishAt(id int32, addr uintptr, chunk int32, size uintptr) (uintptr, error) {
+	t := h.chunks.Load()
+	if int(chunk) >= len(t.byID) || t.byID[chunk] == nil {
+		return 0, fmt.Errorf("%s: %w", h.kind, ErrClosed) // closed meanwhile
+	}
+	t.byID[chunk].record(id, addr, size)
+	return addr, nil
 }
 
 // allocate returns size bytes (a multiple of 256, not 0) usable on stream s.
@@ -679,10 +820,10 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 		// retired), made already.
 		if l := h.eng.def.shards[currentP()&h.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			id := h.carve(l, size, false)
+			id, addr, chunk := h.take(l, size)
 			l.mu.Unlock()
 			if id != 0 {
-				return h.publish(id)
+				return h.publishAt(id, addr, chunk, size)
 			}
 		}
 	}
@@ -694,10 +835,10 @@ func (h *heap) allocate(s Stream, size uintptr) (uintptr, error) {
 		h.eng.maybeSettle(sl, s)
 		l := h.eng.list(sl, h.eng.shard())
 		l.mu.Lock()
-		id := h.carve(l, size, false)
+		id, addr, chunk := h.take(l, size)
 		l.mu.Unlock()
 		if id != 0 {
-			return h.publish(id)
+			return h.publishAt(id, addr, chunk, size)
 		}
 		p, err := h.allocateSlow(s, sl, l, size)
 		if err != errRetry {
@@ -724,10 +865,10 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 				continue
 			}
 			l.mu.Lock()
-			id := h.carve(l, size, false)
+			id, addr, chunk := h.take(l, size)
 			l.mu.Unlock()
 			if id != 0 {
-				return h.publish(id)
+				return h.publishAt(id, addr, chunk, size)
 			}
 		}
 		// Memory freed on other streams, once this stream waits for it.
@@ -747,6 +888,13 @@ func (h *heap) allocateSlow(s Stream, sl *streamLists[heapList], own *heapList, 
 			}
 			l.mu.Lock()
 			id := h.carve(l, size, !durable)
+			if id == 0 && durable && l.mag != nil && l.mag.count != 0 {
+				// Blocks in the magazine of a durable stream's list are
+				// ordered like the others once in the index. (Those of
+				// other streams are fresh: they settle first.)
+				h.magFlushAll(l)
+				id = h.carve(l, size, false)
+			}
 			var seq uint64
 			if id != 0 {
 				seq = h.nodes.load().at(id).seq
@@ -893,6 +1041,7 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 	old := h.chunks.Load()
 	c := &chunk{base: base, size: size, id: h.nextChunk}
 	c.leaves = make([]atomic.Pointer[leaf], (size+(1<<(unitShift+leafBits))-1)>>(unitShift+leafBits))
+	c.big = make([]relaxedUint64, len(c.leaves))
 	h.nextChunk++
 	nt := &chunkTable{
 		sorted: append(append(make([]*chunk, 0, len(old.sorted)+1), old.sorted...), c),
@@ -926,26 +1075,35 @@ func (h *heap) addChunk(l *heapList, base, size uintptr) {
 }
 
 // claim checks that ptr is the start of a live allocation of size bytes
-// and takes it out of the index, returning its node.
-func (h *heap) claim(ptr, size uintptr) (int32, error) {
+// and takes it out of the index, returning its node, its slot (to put it
+// back if the free cannot go on) and its chunk. It reads the node only for
+// a block whose size its slot does not hold.
+func (h *heap) claim(ptr, size uintptr) (int32, slotRef, *chunk, error) {
 	c := h.chunks.Load().find(ptr)
 	if c == nil || ptr&(DefaultAlignment-1) != 0 {
-		return 0, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
+		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: %#x", h.kind, ErrInvalidPointer, ptr)
 	}
-	sp := c.slot(ptr, false)
-	var id int32
-	if sp != nil {
-		id = sp.Load()
+	// Where the size says the block is; the other table too for a size
+	// that does not match the block's (to report that, rather than an
+	// invalid pointer).
+	big := size >= bigBlock
+	r := c.lookup(ptr, big)
+	if r.w == 0 {
+		r = c.lookup(ptr, !big)
 	}
-	if id == 0 || !sp.CompareAndSwap(id, 0) {
-		return 0, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
+	if r.w == 0 || !r.clear() {
+		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, ErrInvalidPointer, ptr)
 	}
-	if got := h.nodes.load().at(id).size; got != size {
-		sp.Store(id)
-		return 0, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+	id, got := r.decode()
+	if got == 0 {
+		got = h.nodes.load().at(id).size
+	}
+	if got != size {
+		r.restore()
+		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
 			h.kind, ErrInvalidArgument, ptr, size, got)
 	}
-	return id, nil
+	return id, r, c, nil
 }
 
 // deallocate returns size bytes at ptr, freed in stream order on s.
@@ -954,7 +1112,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 	if err != nil {
 		return err
 	}
-	id, err := h.claim(ptr, size)
+	id, r, c, err := h.claim(ptr, size)
 	if err != nil {
 		return err
 	}
@@ -962,7 +1120,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The fast path, as in allocate.
 		if l := sl.shards[currentP()&h.eng.mask].Load(); l != nil {
 			l.mu.Lock()
-			h.insertFree(l, id, sl.st.epoch.Load())
+			h.magPut(l, id, ptr, c.id, size, sl.st.epoch.Load())
 			l.mu.Unlock()
 			return nil
 		}
@@ -971,7 +1129,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		l := h.eng.list(sl, h.eng.shard())
 		l.mu.Lock()
 		if !l.retired {
-			h.insertFree(l, id, sl.st.epoch.Load())
+			h.magPut(l, id, ptr, c.id, size, sl.st.epoch.Load())
 			batch := l.noteFreed(size, h.size.Load) && h.eng.shared()
 			l.mu.Unlock()
 			if batch {
@@ -985,7 +1143,7 @@ func (h *heap) deallocate(s Stream, ptr, size uintptr) error {
 		// The stream's lists were dropped meanwhile (they were empty):
 		// look it up again.
 		if sl, err = h.eng.lookup(s); err != nil {
-			h.chunks.Load().find(ptr).slot(ptr, false).Store(id)
+			r.restore()
 			return err
 		}
 	}
@@ -1004,6 +1162,11 @@ func (h *heap) defrag(s Stream, own *heapList, size uintptr) (int32, error) {
 		return 0, errRetry
 	}
 	st := own.st
+	for _, l := range ls {
+		if l.st == st || l.st.durable() {
+			h.magFlushAll(l) // all of it moves (the others' magazines are fresh)
+		}
+	}
 	pg := h.nodes.load()
 	// The blocks to move, and the latest free among them per stream.
 	var ids []int32
@@ -1085,6 +1248,9 @@ func (h *heap) releaseChunks(all bool) []*chunk {
 	byID := make(map[int32]*heapList, len(ls))
 	for _, l := range ls {
 		byID[l.id] = l
+		if !all {
+			h.magFlushAll(l) // a chunk is wholly free only once its blocks merged
+		}
 	}
 	pg := h.nodes.load()
 	t := h.chunks.Load()
@@ -1141,6 +1307,9 @@ func (h *heap) stats() heapStats {
 	var s heapStats
 	ls := h.eng.lockAll()
 	defer unlockAll(ls)
+	for _, l := range ls {
+		h.magFlushAll(l)
+	}
 	pg := h.nodes.load()
 	s.chunks = len(h.chunks.Load().sorted)
 	for _, l := range ls {

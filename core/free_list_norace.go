@@ -25,3 +25,19 @@ type relaxedUintptr struct{ v uintptr }
 func (r *relaxedUintptr) Load() uintptr   { return r.v }
 func (r *relaxedUintptr) Store(v uintptr) { r.v = v }
 func (r *relaxedUintptr) Add(d uintptr)   { r.v += d }
+
+type relaxedUint64 struct{ v uint64 }
+
+func (r *relaxedUint64) Load() uint64   { return r.v }
+func (r *relaxedUint64) Store(v uint64) { r.v = v }
+func (r *relaxedUint64) CompareAndSwap(o, n uint64) bool {
+	return atomic.CompareAndSwapUint64(&r.v, o, n)
+}
+
+type relaxedUint32 struct{ v uint32 }
+
+func (r *relaxedUint32) Load() uint32   { return r.v }
+func (r *relaxedUint32) Store(v uint32) { r.v = v }
+func (r *relaxedUint32) CompareAndSwap(o, n uint32) bool {
+	return atomic.CompareAndSwapUint32(&r.v, o, n)
+}

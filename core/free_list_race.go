@@ -18,3 +18,15 @@ type relaxedUintptr struct{ v atomic.Uintptr }
 func (r *relaxedUintptr) Load() uintptr   { return r.v.Load() }
 func (r *relaxedUintptr) Store(v uintptr) { r.v.Store(v) }
 func (r *relaxedUintptr) Add(d uintptr)   { r.v.Add(d) }
+
+type relaxedUint64 struct{ v atomic.Uint64 }
+
+func (r *relaxedUint64) Load() uint64                    { return r.v.Load() }
+func (r *relaxedUint64) Store(v uint64)                  { r.v.Store(v) }
+func (r *relaxedUint64) CompareAndSwap(o, n uint64) bool { return r.v.CompareAndSwap(o, n) }
+
+type relaxedUint32 struct{ v atomic.Uint32 }
+
+func (r *relaxedUint32) Load() uint32                    { return r.v.Load() }
+func (r *relaxedUint32) Store(v uint32)                  { r.v.Store(v) }
+func (r *relaxedUint32) CompareAndSwap(o, n uint32) bool { return r.v.CompareAndSwap(o, n) }

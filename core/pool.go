@@ -35,8 +35,10 @@ type PoolOptions struct {
 // without a maximum by max(request, pool size), with a maximum by
 // max(request, half the room left), halving the attempt while the upstream
 // refuses. Freed blocks merge with free neighbours of the same upstream
-// chunk, never across chunks. Nothing returns to the upstream before
-// Release or Close.
+// chunk, never across chunks; blocks up to 1 MiB first wait unmerged in a
+// magazine of their list, for allocations of exactly their size, and merge
+// when anything else needs them (before the pool grows, in particular).
+// Nothing returns to the upstream before Release or Close.
 //
 // Memory freed on a stream is reused at once by that stream, and by other
 // streams once they can wait for it without touching the freeing stream's
@@ -111,6 +113,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
 	p.h.init(kindPool, r, p.grow)
+	p.h.mags = true
 	if initial > 0 {
 		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
 		if err != nil {
