@@ -84,8 +84,9 @@ RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
 /* The registry's mirror: publish makes handle servable from C (kind one of
  * RMMGO_TC_*; limit: a fixed_size resource's block size, a binning
- * resource's largest bin); unpublish takes it back. */
-RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit);
+ * resource's largest bin; capacity: an arena's size, 0 if unbounded);
+ * unpublish takes it back. */
+RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity);
 RMMGO_INTERNAL void rmmgo_tc_unpublish(uint64_t handle);
 
 /* The CUDA backend's cudaStreamGetId and cudaGetLastError, for C to call

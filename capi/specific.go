@@ -156,8 +156,7 @@ func rmm_binning_add_bin(mr C.rmm_resource_t, allocationSize C.size_t, bin C.rmm
 				e.tcOff.Store(true)
 			}
 			if _, ok := reg.lookup(e.handle); ok && !e.tcOff.Load() {
-				kind, limit := tcKind(e.res)
-				C.rmmgo_tc_publish(C.uint64_t(e.handle), kind, C.size_t(limit))
+				tcPublishKind(e)
 			}
 		}()
 	}

@@ -49,11 +49,11 @@ enum { TC_SMALL_CLASSES = 16, TC_CLASSES = 56, TC_PAIRS = 16, TC_SHARDS = 64, TC
 #define TC_SMALL_LIMIT ((size_t)4096)
 #define TC_MAX_SIZE ((size_t)4 << 20)
 /* A refill takes at most this many bytes (and TC_MAX_BATCH blocks). */
-#define TC_REFILL_BYTES ((size_t)2 << 20)
+#define TC_REFILL_BYTES ((size_t)1 << 20)
 /* A class holds at most this many bytes (at least 2, at most TC_MAX_CAP blocks). */
-#define TC_CLASS_BYTES ((size_t)8 << 20)
+#define TC_CLASS_BYTES ((size_t)2 << 20)
 /* One (handle, stream) of one thread holds at most this many bytes. */
-#define TC_PAIR_BYTES ((size_t)32 << 20)
+#define TC_PAIR_BYTES ((size_t)8 << 20)
 /* Stream keys of streams other than the legacy default stream. */
 #define TC_KEY_NONDEFAULT ((uint64_t)1 << 63)
 
@@ -76,8 +76,8 @@ static size_t tc_class_size(int c) {
   return ((size_t)1 << k) + j * ((size_t)1 << (k - 2));
 }
 
-static int tc_batch(size_t size) {
-  size_t b = TC_REFILL_BYTES / size;
+static int tc_batch(size_t size, size_t pair_bytes) {
+  size_t b = (TC_REFILL_BYTES < pair_bytes ? TC_REFILL_BYTES : pair_bytes) / size;
   return b < 1 ? 1 : b > TC_MAX_BATCH ? TC_MAX_BATCH : (int)b;
 }
 
@@ -138,6 +138,7 @@ typedef struct {
   _Atomic uint64_t handle; /* the live handle of this slot, 0 when none */
   atomic_int kind;
   _Atomic size_t limit;
+  _Atomic size_t pair_bytes; /* what one thread may cache for one stream */
 } tc_mslot;
 
 static _Atomic(tc_mslot*) tc_mirror[((size_t)1 << TC_INDEX_BITS) / TC_MCHUNK];
@@ -161,13 +162,20 @@ static tc_mslot* tc_mslot_of(uint64_t h, bool make) {
   return chunk == NULL ? NULL : &chunk[index & (TC_MCHUNK - 1)];
 }
 
-void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit) {
+void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity) {
   tc_mslot* s = tc_mslot_of(handle, true);
   if (s == NULL || handle == 0) {
     return; /* no memory for the mirror: the handle is simply not cached */
   }
   atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
   atomic_store_explicit(&s->limit, limit, memory_order_relaxed);
+  /* A resource of bounded size (an arena) lets each (thread, stream) park
+   * at most 1/64 of it. */
+  size_t pb = TC_PAIR_BYTES;
+  if (capacity != 0 && capacity / 64 < pb) {
+    pb = capacity / 64;
+  }
+  atomic_store_explicit(&s->pair_bytes, pb, memory_order_relaxed);
   atomic_store_explicit(&s->handle, handle, memory_order_seq_cst);
 }
 
@@ -757,7 +765,8 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   uintptr_t buf[TC_MAX_BATCH];
   int got = 0;
   tc_drain_orphans_if_any();
-  rmm_status st = rmmgo_go_refill((uintptr_t)h, (uintptr_t)stream, size, bytes, alignment, tc_batch(size), buf, &got);
+  rmm_status st = rmmgo_go_refill((uintptr_t)h, (uintptr_t)stream, size, bytes, alignment,
+                                   tc_batch(size, atomic_load_explicit(&ms->pair_bytes, memory_order_relaxed)), buf, &got);
   if (st != RMM_SUCCESS) {
     return st;
   }
@@ -767,6 +776,7 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   }
   int kind = atomic_load_explicit(&ms->kind, memory_order_relaxed);
   size_t fixed = kind == RMMGO_TC_FIXED_SIZE ? size : 0;
+  size_t pair_bytes = atomic_load_explicit(&ms->pair_bytes, memory_order_relaxed);
   uintptr_t back[TC_MAX_BATCH];
   int nback = 0;
   bool tracked = false;
@@ -782,7 +792,7 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   bool can_cache = stk != NULL && tc_stack_ready(stk);
   for (int i = 0; i < got; i++) {
     uintptr_t b = buf[i];
-    bool keep = i == 0 || (can_cache && stk->n < tc_cap(size));
+    bool keep = i == 0 || (can_cache && stk->n < tc_cap(size) && p->bytes + size <= pair_bytes);
     tc_ent* e = NULL;
     if (keep) {
       tc_shard* s = tc_shard_of(b);
@@ -941,8 +951,10 @@ static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream
       }
       break;
     case RMMGO_TC_BINNING:
+      /* Go would give it to the bin (or upstream) of that size, which would
+       * not know it. */
       if (bytes > TC_MAX_SIZE || tc_class_of(bytes) != e->cls) {
-        bad = tc_fail(RMM_ERROR_INVALID_ARGUMENT, "%s(%#" PRIxPTR ", %zu bytes): binning: invalid argument: deallocating %#" PRIxPTR " with size %zu, but it was allocated with size %zu (rounded to 256), of another size class",
+        bad = tc_fail(RMM_ERROR_INVALID_POINTER, "%s(%#" PRIxPTR ", %zu bytes): binning: pointer not allocated by this resource: %#" PRIxPTR " is not a live allocation of %zu bytes (it was allocated with %zu, rounded to 256)",
                       fn, b, bytes, b, bytes, had);
       }
       break;
@@ -968,7 +980,7 @@ static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream
   tc_stack* st = p != NULL ? &p->cls[k] : NULL;
   if (st == NULL || !tc_stack_ready(st)) {
     out[nout++] = b; /* nowhere to cache it: straight back */
-  } else if (st->n >= tc_cap(size) || p->bytes + size > TC_PAIR_BYTES) {
+  } else if (st->n >= tc_cap(size) || p->bytes + size > atomic_load_explicit(&ms->pair_bytes, memory_order_relaxed)) {
     if (st->n == 0) {
       out[nout++] = b;
     } else {

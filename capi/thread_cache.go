@@ -29,24 +29,29 @@ import (
 func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 
 // tcKind is the mirror's kind of a resource the cache may serve (0 for
-// others) and its limit: a fixed_size resource's block size, a binning
-// resource's largest bin.
-func tcKind(res core.Resource) (C.int, uintptr) {
+// others), its limit (a fixed_size resource's block size, a binning
+// resource's largest bin) and its capacity (an arena's size; 0: unbounded).
+func tcKind(res core.Resource) (kind C.int, limit, capacity uintptr) {
 	switch r := res.(type) {
 	case *core.Pool:
-		return C.RMMGO_TC_POOL, 0
+		return C.RMMGO_TC_POOL, 0, 0
 	case *core.Arena:
-		return C.RMMGO_TC_ARENA, 0
+		return C.RMMGO_TC_ARENA, 0, r.ArenaSize()
 	case *core.FixedSize:
-		return C.RMMGO_TC_FIXED_SIZE, r.BlockSize()
+		return C.RMMGO_TC_FIXED_SIZE, r.BlockSize(), 0
 	case *core.Binning:
-		var limit uintptr
 		if sizes := r.BinSizes(); len(sizes) > 0 {
 			limit = sizes[len(sizes)-1]
 		}
-		return C.RMMGO_TC_BINNING, limit
+		return C.RMMGO_TC_BINNING, limit, 0
 	}
-	return 0, 0
+	return 0, 0, 0
+}
+
+// tcPublishKind writes e's kind, limit and capacity to the mirror.
+func tcPublishKind(e *entry) {
+	kind, limit, capacity := tcKind(e.res)
+	C.rmmgo_tc_publish(C.uint64_t(e.handle), kind, C.size_t(limit), C.size_t(capacity))
 }
 
 var tcStreamFuncsOnce sync.Once
@@ -54,8 +59,7 @@ var tcStreamFuncsOnce sync.Once
 // tcPublish makes e servable from C when its resource is one the cache
 // serves and the cache is on. Called once per entry, as it is made.
 func tcPublish(e *entry) {
-	kind, limit := tcKind(e.res)
-	if kind == 0 || !tcEnabled() {
+	if kind, _, _ := tcKind(e.res); kind == 0 || !tcEnabled() {
 		return
 	}
 	tcStreamFuncsOnce.Do(func() {
@@ -65,7 +69,7 @@ func tcPublish(e *entry) {
 		}
 	})
 	e.cached = true
-	C.rmmgo_tc_publish(C.uint64_t(e.handle), kind, C.size_t(limit))
+	tcPublishKind(e)
 }
 
 // tcRetire runs when e's last reference went, before its resource is
