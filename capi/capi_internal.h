@@ -108,6 +108,10 @@ RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_take_orphans(size_t* n);
  * to their size class. */
 RMMGO_INTERNAL void rmmgo_tc_handle_bytes(uint64_t handle, size_t* cached, size_t* rounding);
 
+/* rmm_deallocate taking the pointer as an integer (for Go tests). */
+RMMGO_INTERNAL rmm_status rmmgo_tc_deallocate_at(rmm_resource_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes,
+                                                 size_t alignment);
+
 /* Blocks the cache holds (live or cached) and threads with a cache, for
  * tests. */
 RMMGO_INTERNAL void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* orphans, size_t* caches);

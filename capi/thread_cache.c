@@ -1032,3 +1032,9 @@ rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_
   rmm_status st = tc_free("rmm_deallocate_sync", mr, NULL, ptr, bytes, alignment, &go_path);
   return go_path ? rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment) : st;
 }
+
+/* rmm_deallocate with the pointer as an integer (for Go tests, which hold
+ * device addresses as uintptr). */
+rmm_status rmmgo_tc_deallocate_at(rmm_resource_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes, size_t alignment) {
+  return rmm_deallocate(mr, (rmm_stream_t)stream, (void*)ptr, bytes, alignment);
+}

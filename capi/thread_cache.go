@@ -394,3 +394,15 @@ func rmm_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.Point
 func rmm_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, alignment C.size_t) status {
 	return C.rmm_deallocate_sync(mr, ptr, bytes, alignment)
 }
+
+// toStream is the rmm_stream_t of stream number s (for tests).
+func toStream(s uintptr) C.rmm_stream_t { return *(*C.rmm_stream_t)(unsafe.Pointer(&s)) }
+
+// cSizeT is size_t (for tests, which cannot name C types).
+type cSizeT = C.size_t
+
+// deallocateAt is rmm_deallocate on the default stream with the pointer as
+// a uintptr (for tests).
+func deallocateAt(mr C.rmm_resource_t, p uintptr, bytes uint64) status {
+	return C.rmmgo_tc_deallocate_at(mr, 0, C.uintptr_t(p), C.size_t(bytes), 256)
+}
