@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* ------------------------------------------------------------- CUDA entry */
@@ -808,6 +809,14 @@ int main(int argc, char** argv) {
   printf("- memory: peak reserved = peak bytes taken from the upstream (a statistics adaptor under the "
          "sub-allocator, or the CUDA pool's reserved high-water mark); peak live = peak bytes live over all "
          "threads, from one extra untimed repetition; efficiency = reserved / live\n");
+  {
+    /* The C ABI's per-thread cache (docs/thread-cache.md): on unless
+     * RMMGO_THREAD_CACHE turns it off. */
+    const char* tc = getenv("RMMGO_THREAD_CACHE");
+    bool off = tc != NULL && (strcmp(tc, "0") == 0 || strcasecmp(tc, "off") == 0 || strcasecmp(tc, "false") == 0 ||
+                              strcasecmp(tc, "no") == 0);
+    printf("- thread cache: %s\n", off ? "off (RMMGO_THREAD_CACHE)" : "on (pool, arena, binning, fixed_size)");
+  }
   printf("- resources:\n");
   for (int r = 0; r < 6; r++) {
     if (!opt.resources[r]) continue;

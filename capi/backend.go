@@ -159,6 +159,9 @@ func rmm_stream_destroy(stream C.rmm_stream_t) (st status) {
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
+	// Blocks cached under the stream go back to their resources on it
+	// while it still exists (a new stream may get the same handle later).
+	tcFlushStream(r, s)
 	if err := r.StreamDestroy(s); err != nil {
 		return fail(fn, err, statusCUDA)
 	}

@@ -59,4 +59,76 @@ rmm_status rmmgo_framework_deallocate(int which, uintptr_t param, uintptr_t ptr,
 #define RMMGO_FRAMEWORK_CUPY 1
 #define RMMGO_FRAMEWORK_TORCH 2
 
+/* ------------------------------------------- the per-thread cache
+ * thread_cache.c serves rmm_allocate, rmm_deallocate and
+ * rmm_deallocate_sync from a per-thread cache of free blocks for bare pool,
+ * arena, fixed_size and binning handles (docs/thread-cache.md); the Go
+ * halves below do what the cache cannot. */
+
+/* Kinds of handle the cache serves, as the registry publishes them. */
+#define RMMGO_TC_POOL 1
+#define RMMGO_TC_ARENA 2
+#define RMMGO_TC_FIXED_SIZE 3
+#define RMMGO_TC_BINNING 4
+
+/* A block taken out of the cache, to give back to its resource. */
+typedef struct rmmgo_tc_block {
+  uint64_t handle;
+  uintptr_t ptr;
+  size_t size; /* the size it was allocated with from the resource */
+} rmmgo_tc_block;
+
+/* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
+ * environment turns it off; read once. */
+RMMGO_INTERNAL int rmmgo_tc_enabled(void);
+
+/* The registry's mirror: publish makes handle servable from C (kind one of
+ * RMMGO_TC_*; limit: a fixed_size resource's block size, a binning
+ * resource's largest bin; capacity: an arena's size, 0 if unbounded);
+ * unpublish takes it back. */
+RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity);
+RMMGO_INTERNAL void rmmgo_tc_unpublish(uint64_t handle);
+
+/* The CUDA backend's cudaStreamGetId and cudaGetLastError, for C to call
+ * (0 on the simulated backend, where C asks Go). */
+RMMGO_INTERNAL void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error);
+
+/* Takes out of every thread's cache and the orphan list the cached blocks of
+ * handle (0: of every handle); with by_key, only those cached under stream
+ * key `key` (orphans have no key and are left alone then). With drop_live,
+ * the table also forgets the handle's live blocks. Returns a malloc'd array
+ * the caller frees, and its length in *n (NULL and 0 when none). */
+RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n);
+
+/* Takes the orphan list alone (as rmmgo_tc_collect returns blocks). */
+RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_take_orphans(size_t* n);
+
+/* Bytes of handle's (a pool's) blocks that its resource counts as used but
+ * that the user does not hold: cached blocks, and the rounding of live ones
+ * to their size class. */
+RMMGO_INTERNAL void rmmgo_tc_handle_bytes(uint64_t handle, size_t* cached, size_t* rounding);
+
+/* rmm_deallocate taking the pointer as an integer (for Go tests). */
+RMMGO_INTERNAL rmm_status rmmgo_tc_deallocate_at(rmm_resource_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes,
+                                                 size_t alignment);
+
+/* Blocks the cache holds (live or cached) and threads with a cache, for
+ * tests. */
+RMMGO_INTERNAL void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* orphans, size_t* caches);
+
+/* The Go halves (thread_cache.go). The first three are the uncached calls;
+ * refill allocates up to n blocks of size bytes (bytes and alignment are the
+ * caller's, for messages) into out; drain deallocates n blocks of size
+ * bytes; drain_orphans gives back what exited threads left; stream_key
+ * returns 0 and the stream's cache key, or nonzero when the stream is not
+ * known. */
+rmm_status rmmgo_go_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr);
+rmm_status rmmgo_go_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment);
+rmm_status rmmgo_go_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_t alignment);
+rmm_status rmmgo_go_refill(uintptr_t handle, uintptr_t stream, size_t size, size_t bytes, size_t alignment, int n,
+                           uintptr_t* out, int* got);
+rmm_status rmmgo_go_drain(uintptr_t handle, uintptr_t stream, size_t size, uintptr_t* ptrs, int n);
+void rmmgo_go_drain_orphans(void);
+int rmmgo_go_stream_key(uintptr_t stream, uint64_t* key);
+
 #endif /* RMMGO_CAPI_INTERNAL_H */

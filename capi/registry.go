@@ -68,6 +68,10 @@ type entry struct {
 	owned bool
 	// device current when the C API made the resource; -1 when unknown.
 	device int
+	// cached: published to the C side's per-thread cache (thread_cache.go);
+	// tcOff: taken out of it for good (a binning resource got an adaptor bin).
+	cached bool
+	tcOff  atomic.Bool
 
 	mu   sync.Mutex // guards deps
 	deps []*entry   // references this entry holds, released after it closes
@@ -205,6 +209,8 @@ func (r *registry) releaseEntry(e *entry) error {
 // finalize frees e's slot after its last reference went, closes the
 // resource if the C API made it, and releases what e held.
 func (r *registry) finalize(e *entry) error {
+	// The thread caches let go of e's blocks before anything else.
+	tcRetire(e)
 	r.mu.Lock()
 	d := r.dir.Load()
 	d.chunks[e.index>>chunkBits][e.index&chunkMask].Store(nil)
@@ -285,6 +291,7 @@ func (r *registry) addLocked(res core.Resource, owned bool, device int, deps []*
 		deps:   deps,
 	}
 	e.refs.Store(1)
+	tcPublish(e)
 	r.dir.Load().chunks[index>>chunkBits][index&chunkMask].Store(e)
 	if comparable(res) {
 		r.byRes.Store(res, e)

@@ -209,42 +209,9 @@ func rmm_resource_release(mr C.rmm_resource_t) (st status) {
 	return statusSuccess
 }
 
-// The allocation hot path: one lock-free handle lookup, the resource's call
-// and the result. Nothing is written to the thread's message on success.
-
-//export rmm_allocate
-func rmm_allocate(mr C.rmm_resource_t, stream C.rmm_stream_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
-	defer recoverTo("rmm_allocate", &st)
-	if ptr == nil {
-		return invalid("rmm_allocate", "ptr is NULL")
-	}
-	e, ok := reg.lookup(handleValue(mr))
-	if !ok {
-		return badHandle("rmm_allocate", mr)
-	}
-	p, err := e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment))
-	if err != nil || (p == 0 && bytes != 0) {
-		return allocFailed("rmm_allocate", e, bytes, alignment, err)
-	}
-	putPointer(ptr, p)
-	return statusSuccess
-}
-
-//export rmm_deallocate
-func rmm_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.Pointer, bytes, alignment C.size_t) (st status) {
-	defer recoverTo("rmm_deallocate", &st)
-	e, ok := reg.lookup(handleValue(mr))
-	if !ok {
-		return badHandle("rmm_deallocate", mr)
-	}
-	if ptr == nil {
-		return statusSuccess
-	}
-	if err := e.res.Deallocate(streamValue(stream), uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
-		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
-	}
-	return statusSuccess
-}
+// rmm_allocate, rmm_deallocate and rmm_deallocate_sync are C functions
+// (thread_cache.c) over the per-thread cache; their uncached Go halves are
+// in thread_cache.go.
 
 //export rmm_allocate_sync
 func rmm_allocate_sync(mr C.rmm_resource_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
@@ -261,22 +228,6 @@ func rmm_allocate_sync(mr C.rmm_resource_t, bytes, alignment C.size_t, ptr *unsa
 		return allocFailed("rmm_allocate_sync", e, bytes, alignment, err)
 	}
 	putPointer(ptr, p)
-	return statusSuccess
-}
-
-//export rmm_deallocate_sync
-func rmm_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, alignment C.size_t) (st status) {
-	defer recoverTo("rmm_deallocate_sync", &st)
-	e, ok := reg.lookup(handleValue(mr))
-	if !ok {
-		return badHandle("rmm_deallocate_sync", mr)
-	}
-	if ptr == nil {
-		return statusSuccess
-	}
-	if err := e.res.DeallocateSync(uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
-		return fail(fmt.Sprintf("rmm_deallocate_sync(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
-	}
 	return statusSuccess
 }
 

@@ -70,20 +70,29 @@ func rmm_pool_used_bytes(mr C.rmm_resource_t, bytes *C.size_t) (st status) {
 	if bytes == nil {
 		return invalid(fn, "bytes is NULL")
 	}
-	p, _, st := asKind[poolResource](fn, mr, "pool")
+	p, e, st := asKind[poolResource](fn, mr, "pool")
 	if st != statusSuccess {
 		return st
 	}
-	return putSize(fn, bytes, p.UsedBytes())
+	// Blocks the thread caches hold are not in use; nor is the rounding of
+	// live blocks to their cache class.
+	used, unused := p.UsedBytes(), tcUnusedBytes(e)
+	if unused > used {
+		unused = used // a racing allocation; never below zero
+	}
+	return putSize(fn, bytes, used-unused)
 }
 
 //export rmm_pool_release
 func rmm_pool_release(mr C.rmm_resource_t) (st status) {
 	const fn = "rmm_pool_release"
 	defer recoverTo(fn, &st)
-	p, _, st := asKind[poolResource](fn, mr, "pool")
+	p, e, st := asKind[poolResource](fn, mr, "pool")
 	if st != statusSuccess {
 		return st
+	}
+	if e.cached {
+		tcFlush(e.handle) // cached blocks are free: let their chunks go too
 	}
 	if err := p.Release(); err != nil {
 		return fail(fn, err, statusInternal)
@@ -133,6 +142,23 @@ func rmm_binning_add_bin(mr C.rmm_resource_t, allocationSize C.size_t, bin C.rmm
 			return fail(fn+": bin", fmt.Errorf("%w: released while being added", errInvalidHandle), statusInvalidHandle)
 		}
 		binRes = be.res
+	}
+	// A new bin changes which resource serves a size class: no thread may
+	// cache for the binning resource meanwhile, and what is cached goes back
+	// to the resources it came from first.
+	if e.cached {
+		C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
+		tcFlush(e.handle)
+		defer func() {
+			// A bin that is not a bare fixed_size resource (an adaptor: it
+			// must see every call) turns the cache off for this handle.
+			if _, fixed := binRes.(*core.FixedSize); binRes != nil && !fixed {
+				e.tcOff.Store(true)
+			}
+			if _, ok := reg.lookup(e.handle); ok && !e.tcOff.Load() {
+				tcPublishKind(e)
+			}
+		}()
 	}
 	if err := b.AddBin(uintptr(allocationSize), binRes); err != nil {
 		if be != nil {

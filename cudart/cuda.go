@@ -312,6 +312,15 @@ static inline rmmgo_u64_result rmmgo_stream_get_id(uintptr_t tbl, uintptr_t s) {
 	return r;
 }
 
+// The addresses of cudaStreamGetId and cudaGetLastError, for C code that
+// calls them itself (the C ABI's per-thread cache).
+static inline uintptr_t rmmgo_addr_stream_get_id(uintptr_t tbl) {
+	return (uintptr_t)((const rmmgo_cudart *)tbl)->cudaStreamGetId;
+}
+static inline uintptr_t rmmgo_addr_get_last_error(uintptr_t tbl) {
+	return (uintptr_t)((const rmmgo_cudart *)tbl)->cudaGetLastError;
+}
+
 static inline rmmgo_ptr_result rmmgo_event_create(uintptr_t tbl, uint32_t flags) {
 	rmmgo_ptr_result r = {0, 0};
 	rmmgo_cudaEvent_t e = NULL;
@@ -1008,6 +1017,19 @@ func (c *cudaRuntime) StreamQuery(s Stream) error {
 // StreamWaitEvent is cudaStreamWaitEvent with no flags.
 func (c *cudaRuntime) StreamWaitEvent(s Stream, e Event) error {
 	return c.check("cudaStreamWaitEvent", C.rmmgo_stream_wait_event(c.tbl, C.uintptr_t(s), C.uintptr_t(e)))
+}
+
+// StreamGetIDFuncs returns the addresses of the loaded cudaStreamGetId and
+// cudaGetLastError when r is the CUDA backend, else zeros. C code that must
+// know a stream by its id without entering Go (the C ABI's per-thread cache)
+// calls them directly; the second clears the thread's last error after a
+// failed first, as every call here does.
+func StreamGetIDFuncs(r Runtime) (getID, getLastError uintptr) {
+	c, ok := r.(*cudaRuntime)
+	if !ok || c == nil {
+		return 0, 0
+	}
+	return uintptr(C.rmmgo_addr_stream_get_id(c.tbl)), uintptr(C.rmmgo_addr_get_last_error(c.tbl))
 }
 
 // StreamGetID is cudaStreamGetId.

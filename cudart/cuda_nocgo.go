@@ -9,3 +9,6 @@ import "errors"
 func OpenCUDA(path string) (Runtime, error) {
 	return nil, errors.New("cudart: this build cannot load the CUDA runtime: it needs cgo (CGO_ENABLED=1) on a Unix system")
 }
+
+// StreamGetIDFuncs: this build has no CUDA runtime to call from C.
+func StreamGetIDFuncs(r Runtime) (getID, getLastError uintptr) { return 0, 0 }

@@ -37,6 +37,11 @@ test-c: c-programs test-cmake
 	  echo "== $$p ($(RMMGO_BACKEND))"; \
 	  ( cd $(C_BUILD) && ./$$(basename $$p) ) || { echo "FAILED: $$p"; exit 1; }; \
 	done
+	@# Once more with the per-thread cache off (docs/thread-cache.md).
+	@set -e; for p in $(C_TESTS); do \
+	  echo "== $$p ($(RMMGO_BACKEND), RMMGO_THREAD_CACHE=0)"; \
+	  ( cd $(C_BUILD) && RMMGO_THREAD_CACHE=0 ./$$(basename $$p) ) || { echo "FAILED: $$p (RMMGO_THREAD_CACHE=0)"; exit 1; }; \
+	done
 	bash tests/c/check-exports.sh include/rmmgo.h $(LIB)
 
 CMAKE_BUILD   := $(BUILD)/cmake
