@@ -64,6 +64,9 @@ type entry struct {
 	index  uint32
 	gen    uint32
 	refs   atomic.Int64
+	// futileUntil: out-of-memory flushes of the thread caches are skipped
+	// until then (thread_cache.go).
+	futileUntil atomic.Int64
 	// owned: the C API made the resource, so the last release closes it.
 	owned bool
 	// device current when the C API made the resource; -1 when unknown.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
@@ -199,6 +200,34 @@ func tcFlush(handle uintptr) int {
 	return len(blocks)
 }
 
+// A flush on out-of-memory synchronizes the device and empties every
+// thread's cache, so a program that keeps running into a full resource
+// (a fixed-size bin whose upstream is exhausted, say) would pay that on every
+// failed allocation and lose its caches each time. After a flush that did
+// not make the retry succeed, failed allocations fail at once for
+// tcFutileQuiet; the first failure after that flushes again.
+const tcFutileQuiet = 10 * time.Millisecond
+
+// entry.futileUntil is when the quiet time after the handle's last futile
+// flush ends, in nanoseconds of tcClock.
+
+var tcClockStart = time.Now()
+
+func tcClock() int64 { return int64(time.Since(tcClockStart)) }
+
+// tcFlushForRetry flushes every cache before a failed allocation is tried
+// again; false when there was nothing to flush, or a flush failed to help
+// a moment ago.
+func tcFlushForRetry(e *entry) bool {
+	if tcClock() < e.futileUntil.Load() {
+		return false
+	}
+	return tcFlush(0) > 0
+}
+
+// tcFlushFutile notes that a flush did not make the retry succeed.
+func tcFlushFutile(e *entry) { e.futileUntil.Store(tcClock() + int64(tcFutileQuiet)) }
+
 // tcFlushStream gives back every block cached under stream s's key, on s
 // itself (it is alive: called before s is destroyed).
 func tcFlushStream(r cudart.Runtime, s core.Stream) {
@@ -292,9 +321,12 @@ func rmmgo_go_refill(handle, stream C.uintptr_t, size, bytes, alignment C.size_t
 				break // a shorter batch
 			}
 			// Memory parked in thread caches may be what is missing.
-			if !retried && errors.Is(err, core.ErrOutOfMemory) && tcFlush(0) > 0 {
+			if !retried && errors.Is(err, core.ErrOutOfMemory) && tcFlushForRetry(e) {
 				retried = true
 				continue
+			}
+			if retried {
+				tcFlushFutile(e)
 			}
 			return allocFailed("rmm_allocate", e, bytes, alignment, err)
 		}
@@ -338,8 +370,10 @@ func rmmgo_go_allocate(mr C.rmm_resource_t, stream C.rmm_stream_t, bytes, alignm
 		return badHandle("rmm_allocate", mr)
 	}
 	p, err := e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment))
-	if err != nil && errors.Is(err, core.ErrOutOfMemory) && tcFlush(0) > 0 {
-		p, err = e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment))
+	if err != nil && errors.Is(err, core.ErrOutOfMemory) && tcFlushForRetry(e) {
+		if p, err = e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment)); err != nil {
+			tcFlushFutile(e)
+		}
 	}
 	if err != nil || (p == 0 && bytes != 0) {
 		return allocFailed("rmm_allocate", e, bytes, alignment, err)

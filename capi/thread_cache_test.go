@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -243,4 +244,41 @@ func TestThreadCacheConcurrent(t *testing.T) {
 	live, cached, _, _ := tcCounts()
 	assert.Zero(t, live+cached)
 	_ = pool
+}
+
+// A flush that did not help quiets further out-of-memory flushes of that
+// handle for a moment, so a program that keeps hitting a full resource does
+// not synchronize the device and empty every cache on each failure.
+func TestThreadCacheFutileFlushQuiets(t *testing.T) {
+	requireCache(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, e := newPoolEntry(t, 16<<20)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	park := func() {
+		t.Helper()
+		var p unsafe.Pointer
+		require.Equal(t, statusSuccess, rmm_allocate(h, nil, 1000, 256, &p), lastMessage())
+		require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 1000, 256), lastMessage())
+		_, cached, _, _ := tcCounts()
+		require.Positive(t, cached)
+	}
+	tooBig := func() {
+		t.Helper()
+		var p unsafe.Pointer
+		require.Equal(t, statusOutOfMemory, rmm_allocate(h, nil, 32<<20, 256, &p))
+	}
+	park()
+	tooBig() // flushes, retries, fails: futile
+	_, cached, _, _ := tcCounts()
+	require.Zero(t, cached, "the first failure flushes")
+	park()
+	tooBig()
+	_, cached, _, _ = tcCounts()
+	assert.Positive(t, cached, "a failure right after a futile flush leaves the caches alone")
+	time.Sleep(tcFutileQuiet + 5*time.Millisecond)
+	tooBig()
+	_, cached, _, _ = tcCounts()
+	assert.Zero(t, cached, "after the quiet time a failure flushes again")
 }
