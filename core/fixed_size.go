@@ -353,14 +353,17 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 	if bytes > f.blockSize {
 		return 0, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize)
 	}
+	return f.allocate(stream)
+}
+
+// allocate is Allocate for a request already checked (not 0 bytes, at most
+// a block, a valid alignment): Binning calls it directly, so that a request
+// is checked once on its way to a bin.
+func (f *FixedSize) allocate(stream Stream) (uintptr, error) {
 	if f.closed.Load() {
 		return 0, errClosed(kindFixedSize)
 	}
-	if stream == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
-	if stream == DefaultStream {
+	if stream == DefaultStream || stream == cudart.LegacyDefaultStream {
 		// The fast path: the default stream's list in this shard.
 		if l := f.eng.def.shards[currentP()&f.eng.mask].Load(); l != nil {
 			l.mu.Lock()
@@ -370,6 +373,17 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 				return f.publish(b)
 			}
 		}
+	}
+	return f.allocateList(stream)
+}
+
+// allocateList is allocate past the fast path: any stream, the stream's
+// own list first, then allocateSlow. It is a function of its own so that
+// allocate stays small (and its callers do not pay for this one's defer).
+func (f *FixedSize) allocateList(stream Stream) (uintptr, error) {
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
 	for {
 		sl, err := f.eng.lookup(stream)
@@ -515,9 +529,40 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 	if bytes > f.blockSize {
 		return fmt.Errorf("%s: %w: deallocating %d bytes at %#x, more than a block (%d bytes)", kindFixedSize, ErrInvalidArgument, bytes, ptr, f.blockSize)
 	}
+	return f.deallocate(stream, ptr)
+}
+
+// deallocate is Deallocate for a request already checked (ptr not 0, at
+// most a block, a valid alignment); see allocate.
+func (f *FixedSize) deallocate(stream Stream, ptr uintptr) error {
 	if f.closed.Load() {
 		return errClosed(kindFixedSize)
 	}
+	if stream != DefaultStream && stream != cudart.LegacyDefaultStream {
+		return f.deallocateList(stream, ptr)
+	}
+	c := f.findChunk(ptr)
+	if c == nil || f.blockIndex(ptr-c.base)*f.blockSize != ptr-c.base || !f.mark(c, ptr, false) {
+		return f.errNotLive(ptr)
+	}
+	// The fast path: the default stream never settles (cut is 0).
+	sl := f.eng.def
+	if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
+		l.mu.Lock()
+		l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
+		l.free.Add(f.blockSize)
+		l.mu.Unlock()
+		return nil
+	}
+	return f.putFreed(stream, sl, c, ptr)
+}
+
+func (f *FixedSize) errNotLive(ptr uintptr) error {
+	return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
+}
+
+// deallocateList is deallocate for any stream.
+func (f *FixedSize) deallocateList(stream Stream, ptr uintptr) error {
 	if stream == cudart.PerThreadDefaultStream {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -528,18 +573,16 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 	}
 	c := f.findChunk(ptr)
 	if c == nil || f.blockIndex(ptr-c.base)*f.blockSize != ptr-c.base || !f.mark(c, ptr, false) {
-		return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
+		return f.errNotLive(ptr)
 	}
-	if sl == f.eng.def {
-		// The fast path: the default stream never settles (cut is 0).
-		if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
-			l.mu.Lock()
-			l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
-			l.free.Add(f.blockSize)
-			l.mu.Unlock()
-			return nil
-		}
-	}
+	return f.putFreed(stream, sl, c, ptr)
+}
+
+// putFreed files the block at ptr of chunk c, just marked free, in a list
+// of stream (sl, its lists, looked up during this call). When the stream
+// is swept meanwhile and cannot be looked up again, the block is marked
+// allocated again and the error returned.
+func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixedChunk, ptr uintptr) error {
 	for {
 		l := f.eng.list(sl, f.eng.shard())
 		l.mu.Lock()
@@ -555,6 +598,7 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 			return nil
 		}
 		l.mu.Unlock()
+		var err error
 		if sl, err = f.eng.lookup(stream); err != nil {
 			f.mark(c, ptr, true)
 			return err
