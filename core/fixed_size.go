@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sort"
@@ -64,11 +65,13 @@ type FixedSize struct {
 	closeMu sync.Mutex
 }
 
-// fixedBlock is a free block, its free sequence number and its chunk.
+// fixedBlock is a free block: its free sequence number, its chunk and its
+// index in the chunk. 16 bytes: the address follows from the chunk, which
+// publishing the block loads anyway, and four entries share a cache line.
 type fixedBlock struct {
-	addr  uintptr
 	seq   uint64
 	chunk int32
+	idx   uint32
 }
 
 // blockList is one stream's free blocks in one shard: fresh ones (seq >=
@@ -101,8 +104,10 @@ func (l *blockList) settle(cut uint64, blockSize uintptr) {
 
 // fixedIndex finds the chunk holding an address in a few loads. The
 // address space is cut in granules of 2^g bytes, g the largest power of two
-// not above the chunk size, so at most one chunk starts in a granule and a
-// chunk starting in granule k ends before granule k+3. Granules are grouped
+// not above the chunk size, so at most one chunk starts in a granule, at
+// most one holds its first byte, and a chunk touches at most three
+// granules. Each granule's slot names both, with the offset where the
+// second starts, so a lookup reads one slot and one chunk. Slots are grouped
 // in directories of fixedDirSize, made as chunks arrive.
 type fixedIndex struct {
 	g    uint
@@ -111,19 +116,45 @@ type fixedIndex struct {
 
 type fixedDirs struct {
 	keys []uintptr // granule >> fixedDirBits, sorted
-	dirs []*[fixedDirSize]atomic.Pointer[fixedChunk]
+	dirs []*[fixedDirSize]fixedSlot
+	// flat is dirs by key - keys[0] (nil where there is none) when the keys
+	// span at most fixedFlatMax entries, as they do when the chunks come
+	// from one pool or one device's address range: then a lookup is one
+	// load rather than a binary search, whose branches a random workload
+	// mispredicts.
+	flat []*[fixedDirSize]fixedSlot
+}
+
+// fixedSlot describes one granule. Each field is set once (by add, in the
+// order hi, start, so a reader that sees start sees hi) and never changed;
+// Close drops the whole index.
+type fixedSlot struct {
+	// start is 1 + the offset in the granule of hi's base, 0 when no chunk
+	// starts in the granule.
+	start atomic.Uintptr
+	lo    atomic.Pointer[fixedChunk] // the chunk holding the granule's first byte
+	hi    atomic.Pointer[fixedChunk] // the chunk starting after the first byte
 }
 
 const (
-	fixedDirBits = 12
+	fixedDirBits = 11
 	fixedDirSize = 1 << fixedDirBits
+	fixedFlatMax = 1 << 12 // 32 KiB of directory pointers at most
 )
 
-// startIn returns the chunk starting in granule gr, or nil.
-func (x *fixedIndex) startIn(gr uintptr) *fixedChunk {
+// slot returns granule gr's slot, or nil.
+func (x *fixedIndex) slot(gr uintptr) *fixedSlot {
 	d := x.dirs.Load()
+	if d.flat != nil {
+		if k := gr>>fixedDirBits - d.keys[0]; k < uintptr(len(d.flat)) {
+			if dir := d.flat[k]; dir != nil {
+				return &dir[gr&(fixedDirSize-1)]
+			}
+		}
+		return nil
+	}
 	if i := searchBases(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
-		return d.dirs[i][gr&(fixedDirSize-1)].Load()
+		return &d.dirs[i][gr&(fixedDirSize-1)]
 	}
 	return nil
 }
@@ -131,40 +162,67 @@ func (x *fixedIndex) startIn(gr uintptr) *fixedChunk {
 // find returns the chunk holding ptr, or nil.
 func (x *fixedIndex) find(ptr uintptr) *fixedChunk {
 	gr := ptr >> x.g
-	for k := uintptr(0); k < 3 && k <= gr; k++ {
-		if c := x.startIn(gr - k); c != nil && c.base <= ptr {
-			if ptr-c.base < c.size {
-				return c
-			}
-			return nil
-		}
+	s := x.slot(gr)
+	if s == nil {
+		return nil
 	}
-	return nil
+	var c *fixedChunk
+	if st := s.start.Load(); st != 0 && ptr-gr<<x.g >= st-1 {
+		c = s.hi.Load()
+	} else {
+		c = s.lo.Load()
+	}
+	if c == nil || ptr-c.base >= c.size {
+		return nil
+	}
+	return c
 }
 
 // add registers c; the caller serializes adds.
 func (x *fixedIndex) add(c *fixedChunk) {
-	gr := c.base >> x.g
+	for gr := c.base >> x.g; gr <= (c.base+c.size-1)>>x.g; gr++ {
+		s := x.makeSlot(gr)
+		if first := gr << x.g; c.base <= first {
+			s.lo.Store(c)
+		} else {
+			s.hi.Store(c)
+			s.start.Store(c.base - first + 1)
+		}
+	}
+}
+
+// makeSlot returns granule gr's slot, making its directory if need be; the
+// caller serializes adds.
+func (x *fixedIndex) makeSlot(gr uintptr) *fixedSlot {
 	key := gr >> fixedDirBits
 	old := x.dirs.Load()
 	i := sort.Search(len(old.keys), func(i int) bool { return old.keys[i] >= key })
 	if i == len(old.keys) || old.keys[i] != key {
 		nd := &fixedDirs{
 			keys: append(append(append(make([]uintptr, 0, len(old.keys)+1), old.keys[:i]...), key), old.keys[i:]...),
-			dirs: append(append(append(make([]*[fixedDirSize]atomic.Pointer[fixedChunk], 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]atomic.Pointer[fixedChunk])), old.dirs[i:]...),
+			dirs: append(append(append(make([]*[fixedDirSize]fixedSlot, 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]fixedSlot)), old.dirs[i:]...),
+		}
+		if span := nd.keys[len(nd.keys)-1] - nd.keys[0] + 1; span <= fixedFlatMax {
+			nd.flat = make([]*[fixedDirSize]fixedSlot, span)
+			for j, k := range nd.keys {
+				nd.flat[k-nd.keys[0]] = nd.dirs[j]
+			}
 		}
 		x.dirs.Store(nd)
 		old = nd
 	}
-	old.dirs[i][gr&(fixedDirSize-1)].Store(c)
+	return &old.dirs[i][gr&(fixedDirSize-1)]
 }
 
 // fixedChunk is one upstream allocation of perChunk blocks, with a bit per
-// block set while the block is allocated.
+// block set while the block is allocated. The bitmap of a chunk of up to
+// 128 blocks (the default) lives in the chunk itself, 64 bytes in all, so
+// that finding a block's chunk and flipping its bit touch one cache line.
 type fixedChunk struct {
 	base, size uintptr
-	id         int32
 	used       []atomic.Uint64
+	id         int32
+	inline     [2]atomic.Uint64
 }
 
 // NewFixedSize returns a fixed-size resource over upstream. It fetches the
@@ -193,7 +251,7 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 		return nil, fmt.Errorf("%s: %w: %d blocks to preallocate", kindFixedSize, ErrInvalidArgument, n)
 	}
 	bs, ok := AlignUp(bs, DefaultAlignment)
-	if !ok || bs > maxAllocation || uintptr(n) > maxAllocation/bs {
+	if !ok || bs > maxAllocation || uintptr(n) > maxAllocation/bs || uint64(n) > math.MaxUint32 {
 		return nil, fmt.Errorf("%s: %w: %d blocks of %d bytes do not fit in memory", kindFixedSize, ErrInvalidArgument, n, opts.BlockSize)
 	}
 	dev, err := r.GetDevice()
@@ -232,7 +290,12 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
-	c := &fixedChunk{base: base, size: size, used: make([]atomic.Uint64, (f.perChunk+63)/64)}
+	c := &fixedChunk{base: base, size: size}
+	if words := (f.perChunk + 63) / 64; words <= len(c.inline) {
+		c.used = c.inline[:words]
+	} else {
+		c.used = make([]atomic.Uint64, words)
+	}
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
 	c.id = int32(len(old))
@@ -249,7 +312,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	}
 	// Push in reverse so that blocks are handed out in address order.
 	for i := f.perChunk - 1; i >= first; i-- {
-		l.blocks = append(l.blocks, fixedBlock{base + uintptr(i)*f.blockSize, seq, c.id})
+		l.blocks = append(l.blocks, fixedBlock{seq, c.id, uint32(i)})
 	}
 	l.free.Add(uintptr(f.perChunk-first) * f.blockSize)
 	if take {
@@ -266,10 +329,9 @@ func (f *FixedSize) chunkBytes() uintptr {
 // findChunk returns the chunk holding ptr, or nil.
 func (f *FixedSize) findChunk(ptr uintptr) *fixedChunk { return f.index.find(ptr) }
 
-// mark sets (or, with set false, clears) ptr's allocated bit and reports
-// whether it changed.
-func (f *FixedSize) mark(c *fixedChunk, ptr uintptr, set bool) bool {
-	i := f.blockIndex(ptr - c.base)
+// mark sets (or, with set false, clears) the allocated bit of block i of c
+// and reports whether it changed.
+func (f *FixedSize) mark(c *fixedChunk, i uintptr, set bool) bool {
 	w, bit := &c.used[i/64], uint64(1)<<(i%64)
 	if set {
 		return w.Or(bit)&bit == 0
@@ -285,14 +347,39 @@ func (f *FixedSize) blockIndex(off uintptr) uintptr {
 	return off / f.blockSize
 }
 
-// publish marks a block taken from a list as allocated.
+// blockOffset returns the offset of block i in its chunk.
+func (f *FixedSize) blockOffset(i uintptr) uintptr {
+	if f.shift >= 0 {
+		return i << f.shift
+	}
+	return i * f.blockSize
+}
+
+// publish marks a block taken from a list as allocated and returns its
+// address.
 func (f *FixedSize) publish(b fixedBlock) (uintptr, error) {
 	cs := *f.byID.Load()
 	if int(b.chunk) >= len(cs) {
 		return 0, errClosed(kindFixedSize)
 	}
-	f.mark(cs[b.chunk], b.addr, true)
-	return b.addr, nil
+	c := cs[b.chunk]
+	f.mark(c, uintptr(b.idx), true)
+	return c.base + f.blockOffset(uintptr(b.idx)), nil
+}
+
+// release finds the live block at ptr and marks it free, or returns nil.
+// Of two goroutines releasing the same block at once, only one gets it.
+func (f *FixedSize) release(ptr uintptr) (*fixedChunk, uintptr) {
+	c := f.findChunk(ptr)
+	if c == nil {
+		return nil, 0
+	}
+	off := ptr - c.base
+	i := f.blockIndex(off)
+	if f.blockOffset(i) != off || !f.mark(c, i, false) {
+		return nil, 0
+	}
+	return c, i
 }
 
 // pop takes a block from l, the last freed first, or returns false. l.mu
@@ -541,20 +628,20 @@ func (f *FixedSize) deallocate(stream Stream, ptr uintptr) error {
 	if stream != DefaultStream && stream != cudart.LegacyDefaultStream {
 		return f.deallocateList(stream, ptr)
 	}
-	c := f.findChunk(ptr)
-	if c == nil || f.blockIndex(ptr-c.base)*f.blockSize != ptr-c.base || !f.mark(c, ptr, false) {
+	c, i := f.release(ptr)
+	if c == nil {
 		return f.errNotLive(ptr)
 	}
 	// The fast path: the default stream never settles (cut is 0).
 	sl := f.eng.def
 	if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
 		l.mu.Lock()
-		l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
+		l.blocks = append(l.blocks, fixedBlock{sl.st.epoch.Load(), c.id, uint32(i)})
 		l.free.Add(f.blockSize)
 		l.mu.Unlock()
 		return nil
 	}
-	return f.putFreed(stream, sl, c, ptr)
+	return f.putFreed(stream, sl, c, i)
 }
 
 func (f *FixedSize) errNotLive(ptr uintptr) error {
@@ -571,23 +658,23 @@ func (f *FixedSize) deallocateList(stream Stream, ptr uintptr) error {
 	if err != nil {
 		return err
 	}
-	c := f.findChunk(ptr)
-	if c == nil || f.blockIndex(ptr-c.base)*f.blockSize != ptr-c.base || !f.mark(c, ptr, false) {
+	c, i := f.release(ptr)
+	if c == nil {
 		return f.errNotLive(ptr)
 	}
-	return f.putFreed(stream, sl, c, ptr)
+	return f.putFreed(stream, sl, c, i)
 }
 
-// putFreed files the block at ptr of chunk c, just marked free, in a list
+// putFreed files block i of chunk c, just marked free, in a list
 // of stream (sl, its lists, looked up during this call). When the stream
 // is swept meanwhile and cannot be looked up again, the block is marked
 // allocated again and the error returned.
-func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixedChunk, ptr uintptr) error {
+func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixedChunk, i uintptr) error {
 	for {
 		l := f.eng.list(sl, f.eng.shard())
 		l.mu.Lock()
 		if !l.retired {
-			f.put(l, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
+			f.put(l, fixedBlock{sl.st.epoch.Load(), c.id, uint32(i)})
 			batch := l.noteFreed(f.blockSize, f.chunkBytes) && f.eng.shared()
 			l.mu.Unlock()
 			if batch {
@@ -600,7 +687,7 @@ func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixed
 		l.mu.Unlock()
 		var err error
 		if sl, err = f.eng.lookup(stream); err != nil {
-			f.mark(c, ptr, true)
+			f.mark(c, i, true)
 			return err
 		}
 	}
