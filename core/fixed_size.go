@@ -329,14 +329,19 @@ func (f *FixedSize) chunkBytes() uintptr {
 // findChunk returns the chunk holding ptr, or nil.
 func (f *FixedSize) findChunk(ptr uintptr) *fixedChunk { return f.index.find(ptr) }
 
-// mark sets (or, with set false, clears) the allocated bit of block i of c
-// and reports whether it changed.
-func (f *FixedSize) mark(c *fixedChunk, i uintptr, set bool) bool {
-	w, bit := &c.used[i/64], uint64(1)<<(i%64)
-	if set {
-		return w.Or(bit)&bit == 0
-	}
-	return w.And(^bit)&bit != 0
+// setUsed marks block i of c allocated. Its caller owns the block (took
+// it from a list, or is undoing its own clearUsed), so nobody else changes
+// its bit: without the old value, the OR is one locked instruction rather
+// than a compare-and-swap loop.
+func (f *FixedSize) setUsed(c *fixedChunk, i uintptr) {
+	c.used[i/64].Or(uint64(1) << (i % 64))
+}
+
+// clearUsed marks block i of c free and reports whether it was allocated:
+// of two goroutines freeing the block at once, only one sees true.
+func (f *FixedSize) clearUsed(c *fixedChunk, i uintptr) bool {
+	bit := uint64(1) << (i % 64)
+	return c.used[i/64].And(^bit)&bit != 0
 }
 
 // blockIndex returns the index of the block at offset off of its chunk.
@@ -363,7 +368,7 @@ func (f *FixedSize) publish(b fixedBlock) (uintptr, error) {
 		return 0, errClosed(kindFixedSize)
 	}
 	c := cs[b.chunk]
-	f.mark(c, uintptr(b.idx), true)
+	f.setUsed(c, uintptr(b.idx))
 	return c.base + f.blockOffset(uintptr(b.idx)), nil
 }
 
@@ -376,7 +381,7 @@ func (f *FixedSize) release(ptr uintptr) (*fixedChunk, uintptr) {
 	}
 	off := ptr - c.base
 	i := f.blockIndex(off)
-	if f.blockOffset(i) != off || !f.mark(c, i, false) {
+	if f.blockOffset(i) != off || !f.clearUsed(c, i) {
 		return nil, 0
 	}
 	return c, i
@@ -687,7 +692,7 @@ func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixed
 		l.mu.Unlock()
 		var err error
 		if sl, err = f.eng.lookup(stream); err != nil {
-			f.mark(c, i, true)
+			f.setUsed(c, i)
 			return err
 		}
 	}
