@@ -102,15 +102,19 @@ func (l *blockList) settle(cut uint64, blockSize uintptr) {
 	l.blocks = l.blocks[:k]
 }
 
-// fixedIndex finds the chunk holding an address in a few loads. The
-// address space is cut in granules of 2^g bytes, g the largest power of two
-// not above the chunk size, so at most one chunk starts in a granule, at
-// most one holds its first byte, and a chunk touches at most three
-// granules. Each granule's slot names both, with the offset where the
-// second starts, so a lookup reads one slot and one chunk. Slots are grouped
-// in directories of fixedDirSize, made as chunks arrive.
+// fixedIndex finds the chunk holding an address, usually in one cache
+// line. The address space is cut in granules of 2^g bytes, g the largest
+// power of two not above the chunk size, so at most one chunk starts in a
+// granule, at most one holds its first byte, and a chunk touches at most
+// three granules. Each granule has a 64-byte slot holding the chunk that
+// starts in it (its record: address, id, bitmap) and saying where it starts
+// and how many granules back the chunk holding its first byte starts. A
+// lookup reads the address's slot, and when the address lies before the
+// chunk starting there, the slot one (or two) granules back. Slots are
+// grouped in directories of fixedDirSize, made as chunks arrive.
 type fixedIndex struct {
 	g    uint
+	size uintptr                   // the size of every chunk
 	dirs atomic.Pointer[fixedDirs] // never modified once published
 }
 
@@ -122,37 +126,48 @@ type fixedDirs struct {
 	// from one pool or one device's address range: then a lookup is one
 	// load rather than a binary search, whose branches a random workload
 	// mispredicts.
-	flat []*[fixedDirSize]fixedSlot
+	flat  []*[fixedDirSize]fixedSlot
+	first uintptr // keys[0], with flat
 }
 
-// fixedSlot describes one granule. Each field is set once (by add, in the
-// order hi, start, so a reader that sees start sees hi) and never changed;
-// Close drops the whole index.
+// fixedSlot describes one granule, in one cache line (directories are
+// page-aligned).
 type fixedSlot struct {
-	// start is 1 + the offset in the granule of hi's base, 0 when no chunk
-	// starts in the granule.
-	start atomic.Uintptr
-	lo    atomic.Pointer[fixedChunk] // the chunk holding the granule's first byte
-	hi    atomic.Pointer[fixedChunk] // the chunk starting after the first byte
+	// word is back<<62 | start. start is 1 + the offset in the granule of
+	// the chunk starting in it, 0 when none does; back (1 or 2) is how many
+	// granules back the chunk holding the granule's first byte starts, 0
+	// when none does. Set by add, which writes chunk before it stores start;
+	// never cleared (Close drops the whole index).
+	word  atomic.Uint64
+	chunk fixedChunk // the chunk starting in the granule, once start is set
 }
 
 const (
-	fixedDirBits = 11
+	fixedBackShift = 62
+	fixedStartMask = 1<<fixedBackShift - 1
+)
+
+const (
+	fixedDirBits = 9 // 32 KiB directories
 	fixedDirSize = 1 << fixedDirBits
 	fixedFlatMax = 1 << 12 // 32 KiB of directory pointers at most
 )
 
-// slot returns granule gr's slot, or nil.
-func (x *fixedIndex) slot(gr uintptr) *fixedSlot {
-	d := x.dirs.Load()
-	if d.flat != nil {
-		if k := gr>>fixedDirBits - d.keys[0]; k < uintptr(len(d.flat)) {
-			if dir := d.flat[k]; dir != nil {
-				return &dir[gr&(fixedDirSize-1)]
-			}
+// slot returns granule gr's slot, or nil. The flat table's path is small
+// enough to be inlined; sparse layouts search.
+func (d *fixedDirs) slot(gr uintptr) *fixedSlot {
+	if k := gr>>fixedDirBits - d.first; k < uintptr(len(d.flat)) {
+		if dir := d.flat[k]; dir != nil {
+			return &dir[gr&(fixedDirSize-1)]
 		}
 		return nil
 	}
+	return d.search(gr)
+}
+
+// search is slot without the flat table (there is none, or gr lies
+// outside it).
+func (d *fixedDirs) search(gr uintptr) *fixedSlot {
 	if i := searchBases(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
 		return &d.dirs[i][gr&(fixedDirSize-1)]
 	}
@@ -162,33 +177,52 @@ func (x *fixedIndex) slot(gr uintptr) *fixedSlot {
 // find returns the chunk holding ptr, or nil.
 func (x *fixedIndex) find(ptr uintptr) *fixedChunk {
 	gr := ptr >> x.g
-	s := x.slot(gr)
-	if s == nil {
+	d := x.dirs.Load()
+	var s *fixedSlot
+	// d.slot(gr), its common case inlined by hand (a call would make slot
+	// too costly for the compiler to inline).
+	if k := gr>>fixedDirBits - d.first; k < uintptr(len(d.flat)) && d.flat[k] != nil {
+		s = &d.flat[k][gr&(fixedDirSize-1)]
+	} else if s = d.search(gr); s == nil {
 		return nil
 	}
-	var c *fixedChunk
-	if st := s.start.Load(); st != 0 && ptr-gr<<x.g >= st-1 {
-		c = s.hi.Load()
-	} else {
-		c = s.lo.Load()
+	w := s.word.Load()
+	if st := uintptr(w & fixedStartMask); st == 0 || ptr-gr<<x.g < st-1 {
+		// ptr lies before the chunk starting in its granule, if any: in the
+		// chunk holding the granule's first byte, if any.
+		back := uintptr(w >> fixedBackShift)
+		if back == 0 || back > gr {
+			return nil
+		}
+		if s = d.slot(gr - back); s == nil {
+			return nil
+		}
 	}
-	if c == nil || ptr-c.base >= c.size {
+	c := &s.chunk
+	if ptr-c.base >= x.size {
 		return nil
 	}
 	return c
 }
 
-// add registers c; the caller serializes adds.
-func (x *fixedIndex) add(c *fixedChunk) {
-	for gr := c.base >> x.g; gr <= (c.base+c.size-1)>>x.g; gr++ {
-		s := x.makeSlot(gr)
-		if first := gr << x.g; c.base <= first {
-			s.lo.Store(c)
-		} else {
-			s.hi.Store(c)
-			s.start.Store(c.base - first + 1)
-		}
+// add makes a record for a chunk of x.size bytes at base with the given id
+// and returns it; the caller serializes adds.
+func (x *fixedIndex) add(base uintptr, id int32, words int) *fixedChunk {
+	gr0 := base >> x.g
+	s := x.makeSlot(gr0)
+	c := &s.chunk
+	c.base, c.id = base, id
+	if words <= len(c.inline) {
+		c.used = c.inline[:words]
+	} else {
+		c.used = make([]atomic.Uint64, words)
 	}
+	s.word.Store(s.word.Load() | uint64(base-gr0<<x.g+1))
+	for gr := gr0 + 1; gr <= (base+x.size-1)>>x.g; gr++ {
+		t := x.makeSlot(gr)
+		t.word.Store(t.word.Load() | uint64(gr-gr0)<<fixedBackShift)
+	}
+	return c
 }
 
 // makeSlot returns granule gr's slot, making its directory if need be; the
@@ -203,7 +237,7 @@ func (x *fixedIndex) makeSlot(gr uintptr) *fixedSlot {
 			dirs: append(append(append(make([]*[fixedDirSize]fixedSlot, 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]fixedSlot)), old.dirs[i:]...),
 		}
 		if span := nd.keys[len(nd.keys)-1] - nd.keys[0] + 1; span <= fixedFlatMax {
-			nd.flat = make([]*[fixedDirSize]fixedSlot, span)
+			nd.flat, nd.first = make([]*[fixedDirSize]fixedSlot, span), nd.keys[0]
 			for j, k := range nd.keys {
 				nd.flat[k-nd.keys[0]] = nd.dirs[j]
 			}
@@ -214,15 +248,16 @@ func (x *fixedIndex) makeSlot(gr uintptr) *fixedSlot {
 	return &old.dirs[i][gr&(fixedDirSize-1)]
 }
 
-// fixedChunk is one upstream allocation of perChunk blocks, with a bit per
+// fixedChunk is the record of one upstream allocation of perChunk blocks,
+// kept in the index slot of the granule where it starts, with a bit per
 // block set while the block is allocated. The bitmap of a chunk of up to
-// 128 blocks (the default) lives in the chunk itself, 64 bytes in all, so
-// that finding a block's chunk and flipping its bit touch one cache line.
+// 128 blocks (the default) is inline, so that finding a block's chunk and
+// flipping its bit touch one cache line.
 type fixedChunk struct {
-	base, size uintptr
-	used       []atomic.Uint64
-	id         int32
-	inline     [2]atomic.Uint64
+	base   uintptr
+	used   []atomic.Uint64 // inline[:n], or its own array for larger chunks
+	id     int32
+	inline [2]atomic.Uint64
 }
 
 // NewFixedSize returns a fixed-size resource over upstream. It fetches the
@@ -261,7 +296,8 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 	f := &FixedSize{upstream: upstream, rt: r, dev: dev, blockSize: bs, perChunk: n}
 	f.eng.init(r, kindFixedSize, func(*streamState) *blockList { return new(blockList) },
 		func(l *blockList, cut uint64) { l.settle(cut, f.blockSize) })
-	f.index.g = uint(bits.Len64(uint64(bs*uintptr(n)))) - 1
+	f.index.size = bs * uintptr(n)
+	f.index.g = uint(bits.Len64(uint64(f.index.size))) - 1
 	f.index.dirs.Store(&fixedDirs{})
 	f.byID.Store(&[]*fixedChunk{})
 	f.shift = -1
@@ -290,19 +326,12 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
-	c := &fixedChunk{base: base, size: size}
-	if words := (f.perChunk + 63) / 64; words <= len(c.inline) {
-		c.used = c.inline[:words]
-	} else {
-		c.used = make([]atomic.Uint64, words)
-	}
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
-	c.id = int32(len(old))
+	c := f.index.add(base, int32(len(old)), (f.perChunk+63)/64)
 	nb := append(append(make([]*fixedChunk, 0, len(old)+1), old...), c)
 	f.byID.Store(&nb)
 	f.chunks = append(f.chunks, c)
-	f.index.add(c)
 	f.chunkMu.Unlock()
 	seq := l.st.epoch.Load() // fresh: seq >= l.cut
 	first := 0
@@ -757,8 +786,8 @@ func (f *FixedSize) Close() error {
 		}
 	}
 	for _, c := range cs {
-		if err := f.upstream.Deallocate(DefaultStream, c.base, c.size, DefaultAlignment); err != nil {
-			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, c.size, c.base, err))
+		if err := f.upstream.Deallocate(DefaultStream, c.base, f.index.size, DefaultAlignment); err != nil {
+			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}
 	errs = append(errs, f.eng.close())
