@@ -39,14 +39,22 @@ type bin struct {
 	size  uintptr
 	r     Resource
 	owned *FixedSize // the bin, when the Binning made it
+	// fixed is r when it is a FixedSize whose blocks hold size bytes (every
+	// owned bin): Binning calls it directly, without an interface call and
+	// without checking the request again.
+	fixed *FixedSize
 }
 
-// binTable is the bins sorted by size, with first[k] the index of the
-// first bin larger than 2^(k-1) bytes, so a lookup starts at most a step
-// or two from its bin.
+// binTable is the bins sorted by size. For a request of n bytes let k be
+// bits.Len(max(n, 256)-1), so that the request rounded up to 256 bytes
+// lies in (2^(k-1), 2^k]: first[k] is the index of the first bin larger
+// than 2^(k-1) bytes, where a lookup starts, and direct[k] is that bin
+// when it serves every request of class k (it is at least 2^k bytes), so
+// that with power-of-two bins a lookup is one table load.
 type binTable struct {
-	bins  []bin
-	first [65]uint8
+	bins   []bin
+	first  [65]uint8
+	direct [65]*bin
 }
 
 func newBinTable(bins []bin) *binTable {
@@ -56,16 +64,29 @@ func newBinTable(bins []bin) *binTable {
 		if k > 0 {
 			lo = uintptr(1) << (k - 1)
 		}
-		t.first[k] = uint8(sort.Search(len(bins), func(i int) bool { return bins[i].size > lo }))
+		i := sort.Search(len(bins), func(i int) bool { return bins[i].size > lo })
+		t.first[k] = uint8(i)
+		// Class 64 has no direct bin: 2^64 does not fit a uintptr, and no
+		// request that large gets this far.
+		if k < 64 && i < len(bins) && bins[i].size >= uintptr(1)<<k {
+			t.direct[k] = &t.bins[i]
+		}
 	}
 	return t
 }
 
-// find returns the bin for a request of bytes (not 0), or nil.
+// find returns the bin for a request of bytes (1 <= bytes <= maxAllocation),
+// or nil.
 func (t *binTable) find(bytes uintptr) *bin {
-	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
-	for i := int(t.first[bits.Len64(uint64(size-1))]); i < len(t.bins); i++ {
-		if t.bins[i].size >= size {
+	// The bin sizes are multiples of 256, so comparing them with bytes is
+	// comparing them with bytes rounded up to 256; and bytes-1 | 255 has the
+	// bit length of the rounded size minus one.
+	k := bits.Len64(uint64((bytes - 1) | (DefaultAlignment - 1)))
+	if bn := t.direct[k]; bn != nil {
+		return bn
+	}
+	for i := int(t.first[k]); i < len(t.bins); i++ {
+		if t.bins[i].size >= bytes {
 			return &t.bins[i]
 		}
 	}
@@ -144,6 +165,9 @@ func (b *Binning) AddBin(size uintptr, r Resource) error {
 		}
 		nb.r, nb.owned = f, f
 	}
+	if f, ok := nb.r.(*FixedSize); ok && f.BlockSize() >= size {
+		nb.fixed = f
+	}
 	bins := make([]bin, 0, len(old)+1)
 	bins = append(append(append(bins, old[:i]...), nb), old[i:]...)
 	b.bins.Store(newBinTable(bins))
@@ -167,7 +191,16 @@ func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 	if b.closed.Load() {
 		return 0, errClosed(kindBinning)
 	}
-	return b.target(bytes).Allocate(stream, bytes, alignment)
+	bn := b.bins.Load().find(bytes)
+	if bn == nil {
+		return b.upstream.Allocate(stream, bytes, alignment)
+	}
+	if bn.fixed != nil {
+		// Checked above: bytes is at most the bin's size, hence at most a
+		// block, and the alignment is valid.
+		return bn.fixed.allocate(stream)
+	}
+	return bn.r.Allocate(stream, bytes, alignment)
 }
 
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
@@ -183,7 +216,14 @@ func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error
 	if b.closed.Load() {
 		return errClosed(kindBinning)
 	}
-	return b.target(bytes).Deallocate(stream, ptr, bytes, alignment)
+	bn := b.bins.Load().find(bytes)
+	if bn == nil {
+		return b.upstream.Deallocate(stream, ptr, bytes, alignment)
+	}
+	if bn.fixed != nil {
+		return bn.fixed.deallocate(stream, ptr)
+	}
+	return bn.r.Deallocate(stream, ptr, bytes, alignment)
 }
 
 // AllocateSync is the bin's (or the upstream's) AllocateSync.

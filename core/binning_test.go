@@ -128,3 +128,88 @@ func TestBinningAddBinConcurrent(t *testing.T) {
 	}
 	assert.Equal(t, []uintptr{256, 512, 1024, 2048, 4096, 8192, 16384}, b.binSizes())
 }
+
+// TestBinTableFind: the bin lookup (a table load for power-of-two bins, a
+// short scan otherwise) agrees with the definition, the smallest bin at
+// least the request rounded up to 256 bytes, for every layout and for
+// sizes around every boundary.
+func TestBinTableFind(t *testing.T) {
+	layouts := map[string][]uintptr{
+		"none":         nil,
+		"powers 8..20": {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 1 << 17, 1 << 18, 1 << 19, 1 << 20},
+		"one":          {4096},
+		"uneven":       {768, 1024, 3072, 3328, 1 << 20, 3 << 20},
+		"dense":        {256, 512, 768, 1024, 1280},
+		"huge":         {256, 1 << 40, 1 << 57},
+	}
+	for name, sizes := range layouts {
+		t.Run(name, func(t *testing.T) {
+			bins := make([]bin, len(sizes))
+			for i, s := range sizes {
+				bins[i] = bin{size: s}
+			}
+			tab := newBinTable(bins)
+			want := func(n uintptr) *bin {
+				r := (n + 255) &^ 255
+				for i := range tab.bins {
+					if tab.bins[i].size >= r {
+						return &tab.bins[i]
+					}
+				}
+				return nil
+			}
+			var probes []uintptr
+			for k := 0; k <= 57; k++ {
+				p := uintptr(1) << k
+				probes = append(probes, p-1, p, p+1, p+255, p+256, p+257)
+			}
+			for _, s := range sizes {
+				probes = append(probes, s-256, s-255, s-1, s, s+1, s+256)
+			}
+			for _, n := range probes {
+				if n == 0 || n > maxAllocation {
+					continue
+				}
+				got, exp := tab.find(n), want(n)
+				if got != exp {
+					t.Fatalf("find(%d) = %v, want %v", n, got, exp)
+				}
+			}
+		})
+	}
+}
+
+// TestBinningFixedBinDirect: a FixedSize bin given to AddBin is called
+// directly only when its blocks hold the bin's size; a smaller one still
+// refuses requests above its block size, as it did through the interface.
+func TestBinningFixedBinDirect(t *testing.T) {
+	up := newCountingUpstream(t)
+	b, err := NewBinning(up, -1, -1)
+	require.NoError(t, err)
+	defer b.Close()
+	small, err := NewFixedSize(up, FixedSizeOptions{BlockSize: 512, BlocksToPreallocate: 4})
+	require.NoError(t, err)
+	defer small.Close()
+	big, err := NewFixedSize(up, FixedSizeOptions{BlockSize: 8192, BlocksToPreallocate: 4})
+	require.NoError(t, err)
+	defer big.Close()
+	require.NoError(t, b.AddBin(1024, small))
+	require.NoError(t, b.AddBin(4096, big))
+	tab := b.bins.Load()
+	assert.Nil(t, tab.find(1000).fixed, "512-byte blocks cannot serve the 1 KiB bin directly")
+	assert.Same(t, big, tab.find(4000).fixed)
+
+	_, err = b.Allocate(DefaultStream, 1000, 256)
+	requireIs(t, err, ErrOutOfMemory, "the 512-byte bin refuses 1000 bytes")
+	x, err := b.Allocate(DefaultStream, 500, 256)
+	require.NoError(t, err)
+	require.NoError(t, b.Deallocate(DefaultStream, x, 500, 256))
+	y, err := b.Allocate(DefaultStream, 3000, 256)
+	require.NoError(t, err)
+	requireIs(t, b.Deallocate(DefaultStream, y+256, 3000, 256), ErrInvalidPointer, "inside a block")
+	require.NoError(t, b.Deallocate(DefaultStream, y, 3000, 256))
+	requireIs(t, b.Deallocate(DefaultStream, y, 3000, 256), ErrInvalidPointer, "a double free through the binning")
+	require.NoError(t, big.Close())
+	_, err = b.Allocate(DefaultStream, 3000, 256)
+	requireIs(t, err, ErrClosed, "a closed bin is closed through the binning too")
+}

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sort"
@@ -64,11 +65,13 @@ type FixedSize struct {
 	closeMu sync.Mutex
 }
 
-// fixedBlock is a free block, its free sequence number and its chunk.
+// fixedBlock is a free block: its free sequence number, its chunk and its
+// index in the chunk. 16 bytes: the address follows from the chunk, which
+// publishing the block loads anyway, and four entries share a cache line.
 type fixedBlock struct {
-	addr  uintptr
 	seq   uint64
 	chunk int32
+	idx   uint32
 }
 
 // blockList is one stream's free blocks in one shard: fresh ones (seq >=
@@ -99,31 +102,74 @@ func (l *blockList) settle(cut uint64, blockSize uintptr) {
 	l.blocks = l.blocks[:k]
 }
 
-// fixedIndex finds the chunk holding an address in a few loads. The
-// address space is cut in granules of 2^g bytes, g the largest power of two
-// not above the chunk size, so at most one chunk starts in a granule and a
-// chunk starting in granule k ends before granule k+3. Granules are grouped
-// in directories of fixedDirSize, made as chunks arrive.
+// fixedIndex finds the chunk holding an address, usually in one cache
+// line. The address space is cut in granules of 2^g bytes, g the largest
+// power of two not above the chunk size, so at most one chunk starts in a
+// granule, at most one holds its first byte, and a chunk touches at most
+// three granules. Each granule has a 64-byte slot holding the chunk that
+// starts in it (its record: address, id, bitmap) and saying where it starts
+// and how many granules back the chunk holding its first byte starts. A
+// lookup reads the address's slot, and when the address lies before the
+// chunk starting there, the slot one (or two) granules back. Slots are
+// grouped in directories of fixedDirSize, made as chunks arrive.
 type fixedIndex struct {
 	g    uint
+	size uintptr                   // the size of every chunk
 	dirs atomic.Pointer[fixedDirs] // never modified once published
 }
 
 type fixedDirs struct {
 	keys []uintptr // granule >> fixedDirBits, sorted
-	dirs []*[fixedDirSize]atomic.Pointer[fixedChunk]
+	dirs []*[fixedDirSize]fixedSlot
+	// flat is dirs by key - keys[0] (nil where there is none) when the keys
+	// span at most fixedFlatMax entries, as they do when the chunks come
+	// from one pool or one device's address range: then a lookup is one
+	// load rather than a binary search, whose branches a random workload
+	// mispredicts.
+	flat  []*[fixedDirSize]fixedSlot
+	first uintptr // keys[0], with flat
+}
+
+// fixedSlot describes one granule, in one cache line (directories are
+// page-aligned).
+type fixedSlot struct {
+	// word is back<<62 | start. start is 1 + the offset in the granule of
+	// the chunk starting in it, 0 when none does; back (1 or 2) is how many
+	// granules back the chunk holding the granule's first byte starts, 0
+	// when none does. Set by add, which writes chunk before it stores start;
+	// never cleared (Close drops the whole index).
+	word  atomic.Uint64
+	chunk fixedChunk // the chunk starting in the granule, once start is set
 }
 
 const (
-	fixedDirBits = 12
-	fixedDirSize = 1 << fixedDirBits
+	fixedBackShift = 62
+	fixedStartMask = 1<<fixedBackShift - 1
 )
 
-// startIn returns the chunk starting in granule gr, or nil.
-func (x *fixedIndex) startIn(gr uintptr) *fixedChunk {
-	d := x.dirs.Load()
+const (
+	fixedDirBits = 9 // 32 KiB directories
+	fixedDirSize = 1 << fixedDirBits
+	fixedFlatMax = 1 << 12 // 32 KiB of directory pointers at most
+)
+
+// slot returns granule gr's slot, or nil. The flat table's path is small
+// enough to be inlined; sparse layouts search.
+func (d *fixedDirs) slot(gr uintptr) *fixedSlot {
+	if k := gr>>fixedDirBits - d.first; k < uintptr(len(d.flat)) {
+		if dir := d.flat[k]; dir != nil {
+			return &dir[gr&(fixedDirSize-1)]
+		}
+		return nil
+	}
+	return d.search(gr)
+}
+
+// search is slot without the flat table (there is none, or gr lies
+// outside it).
+func (d *fixedDirs) search(gr uintptr) *fixedSlot {
 	if i := searchBases(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
-		return d.dirs[i][gr&(fixedDirSize-1)].Load()
+		return &d.dirs[i][gr&(fixedDirSize-1)]
 	}
 	return nil
 }
@@ -131,40 +177,87 @@ func (x *fixedIndex) startIn(gr uintptr) *fixedChunk {
 // find returns the chunk holding ptr, or nil.
 func (x *fixedIndex) find(ptr uintptr) *fixedChunk {
 	gr := ptr >> x.g
-	for k := uintptr(0); k < 3 && k <= gr; k++ {
-		if c := x.startIn(gr - k); c != nil && c.base <= ptr {
-			if ptr-c.base < c.size {
-				return c
-			}
+	d := x.dirs.Load()
+	var s *fixedSlot
+	// d.slot(gr), its common case inlined by hand (a call would make slot
+	// too costly for the compiler to inline).
+	if k := gr>>fixedDirBits - d.first; k < uintptr(len(d.flat)) && d.flat[k] != nil {
+		s = &d.flat[k][gr&(fixedDirSize-1)]
+	} else if s = d.search(gr); s == nil {
+		return nil
+	}
+	w := s.word.Load()
+	if st := uintptr(w & fixedStartMask); st == 0 || ptr-gr<<x.g < st-1 {
+		// ptr lies before the chunk starting in its granule, if any: in the
+		// chunk holding the granule's first byte, if any.
+		back := uintptr(w >> fixedBackShift)
+		if back == 0 || back > gr {
+			return nil
+		}
+		if s = d.slot(gr - back); s == nil {
 			return nil
 		}
 	}
-	return nil
+	c := &s.chunk
+	if ptr-c.base >= x.size {
+		return nil
+	}
+	return c
 }
 
-// add registers c; the caller serializes adds.
-func (x *fixedIndex) add(c *fixedChunk) {
-	gr := c.base >> x.g
+// add makes a record for a chunk of x.size bytes at base with the given id
+// and returns it; the caller serializes adds.
+func (x *fixedIndex) add(base uintptr, id int32, words int) *fixedChunk {
+	gr0 := base >> x.g
+	s := x.makeSlot(gr0)
+	c := &s.chunk
+	c.base, c.id = base, id
+	if words <= len(c.inline) {
+		c.used = c.inline[:words]
+	} else {
+		c.used = make([]atomic.Uint64, words)
+	}
+	s.word.Store(s.word.Load() | uint64(base-gr0<<x.g+1))
+	for gr := gr0 + 1; gr <= (base+x.size-1)>>x.g; gr++ {
+		t := x.makeSlot(gr)
+		t.word.Store(t.word.Load() | uint64(gr-gr0)<<fixedBackShift)
+	}
+	return c
+}
+
+// makeSlot returns granule gr's slot, making its directory if need be; the
+// caller serializes adds.
+func (x *fixedIndex) makeSlot(gr uintptr) *fixedSlot {
 	key := gr >> fixedDirBits
 	old := x.dirs.Load()
 	i := sort.Search(len(old.keys), func(i int) bool { return old.keys[i] >= key })
 	if i == len(old.keys) || old.keys[i] != key {
 		nd := &fixedDirs{
 			keys: append(append(append(make([]uintptr, 0, len(old.keys)+1), old.keys[:i]...), key), old.keys[i:]...),
-			dirs: append(append(append(make([]*[fixedDirSize]atomic.Pointer[fixedChunk], 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]atomic.Pointer[fixedChunk])), old.dirs[i:]...),
+			dirs: append(append(append(make([]*[fixedDirSize]fixedSlot, 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]fixedSlot)), old.dirs[i:]...),
+		}
+		if span := nd.keys[len(nd.keys)-1] - nd.keys[0] + 1; span <= fixedFlatMax {
+			nd.flat, nd.first = make([]*[fixedDirSize]fixedSlot, span), nd.keys[0]
+			for j, k := range nd.keys {
+				nd.flat[k-nd.keys[0]] = nd.dirs[j]
+			}
 		}
 		x.dirs.Store(nd)
 		old = nd
 	}
-	old.dirs[i][gr&(fixedDirSize-1)].Store(c)
+	return &old.dirs[i][gr&(fixedDirSize-1)]
 }
 
-// fixedChunk is one upstream allocation of perChunk blocks, with a bit per
-// block set while the block is allocated.
+// fixedChunk is the record of one upstream allocation of perChunk blocks,
+// kept in the index slot of the granule where it starts, with a bit per
+// block set while the block is allocated. The bitmap of a chunk of up to
+// 128 blocks (the default) is inline, so that finding a block's chunk and
+// flipping its bit touch one cache line.
 type fixedChunk struct {
-	base, size uintptr
-	id         int32
-	used       []atomic.Uint64
+	base   uintptr
+	used   []atomic.Uint64 // inline[:n], or its own array for larger chunks
+	id     int32
+	inline [2]atomic.Uint64
 }
 
 // NewFixedSize returns a fixed-size resource over upstream. It fetches the
@@ -193,7 +286,7 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 		return nil, fmt.Errorf("%s: %w: %d blocks to preallocate", kindFixedSize, ErrInvalidArgument, n)
 	}
 	bs, ok := AlignUp(bs, DefaultAlignment)
-	if !ok || bs > maxAllocation || uintptr(n) > maxAllocation/bs {
+	if !ok || bs > maxAllocation || uintptr(n) > maxAllocation/bs || uint64(n) > math.MaxUint32 {
 		return nil, fmt.Errorf("%s: %w: %d blocks of %d bytes do not fit in memory", kindFixedSize, ErrInvalidArgument, n, opts.BlockSize)
 	}
 	dev, err := r.GetDevice()
@@ -203,7 +296,8 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 	f := &FixedSize{upstream: upstream, rt: r, dev: dev, blockSize: bs, perChunk: n}
 	f.eng.init(r, kindFixedSize, func(*streamState) *blockList { return new(blockList) },
 		func(l *blockList, cut uint64) { l.settle(cut, f.blockSize) })
-	f.index.g = uint(bits.Len64(uint64(bs*uintptr(n)))) - 1
+	f.index.size = bs * uintptr(n)
+	f.index.g = uint(bits.Len64(uint64(f.index.size))) - 1
 	f.index.dirs.Store(&fixedDirs{})
 	f.byID.Store(&[]*fixedChunk{})
 	f.shift = -1
@@ -232,14 +326,12 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
-	c := &fixedChunk{base: base, size: size, used: make([]atomic.Uint64, (f.perChunk+63)/64)}
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
-	c.id = int32(len(old))
+	c := f.index.add(base, int32(len(old)), (f.perChunk+63)/64)
 	nb := append(append(make([]*fixedChunk, 0, len(old)+1), old...), c)
 	f.byID.Store(&nb)
 	f.chunks = append(f.chunks, c)
-	f.index.add(c)
 	f.chunkMu.Unlock()
 	seq := l.st.epoch.Load() // fresh: seq >= l.cut
 	first := 0
@@ -249,7 +341,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	}
 	// Push in reverse so that blocks are handed out in address order.
 	for i := f.perChunk - 1; i >= first; i-- {
-		l.blocks = append(l.blocks, fixedBlock{base + uintptr(i)*f.blockSize, seq, c.id})
+		l.blocks = append(l.blocks, fixedBlock{seq, c.id, uint32(i)})
 	}
 	l.free.Add(uintptr(f.perChunk-first) * f.blockSize)
 	if take {
@@ -266,15 +358,19 @@ func (f *FixedSize) chunkBytes() uintptr {
 // findChunk returns the chunk holding ptr, or nil.
 func (f *FixedSize) findChunk(ptr uintptr) *fixedChunk { return f.index.find(ptr) }
 
-// mark sets (or, with set false, clears) ptr's allocated bit and reports
-// whether it changed.
-func (f *FixedSize) mark(c *fixedChunk, ptr uintptr, set bool) bool {
-	i := f.blockIndex(ptr - c.base)
-	w, bit := &c.used[i/64], uint64(1)<<(i%64)
-	if set {
-		return w.Or(bit)&bit == 0
-	}
-	return w.And(^bit)&bit != 0
+// setUsed marks block i of c allocated. Its caller owns the block (took
+// it from a list, or is undoing its own clearUsed), so nobody else changes
+// its bit: without the old value, the OR is one locked instruction rather
+// than a compare-and-swap loop.
+func (f *FixedSize) setUsed(c *fixedChunk, i uintptr) {
+	c.used[i/64].Or(uint64(1) << (i % 64))
+}
+
+// clearUsed marks block i of c free and reports whether it was allocated:
+// of two goroutines freeing the block at once, only one sees true.
+func (f *FixedSize) clearUsed(c *fixedChunk, i uintptr) bool {
+	bit := uint64(1) << (i % 64)
+	return c.used[i/64].And(^bit)&bit != 0
 }
 
 // blockIndex returns the index of the block at offset off of its chunk.
@@ -285,14 +381,39 @@ func (f *FixedSize) blockIndex(off uintptr) uintptr {
 	return off / f.blockSize
 }
 
-// publish marks a block taken from a list as allocated.
+// blockOffset returns the offset of block i in its chunk.
+func (f *FixedSize) blockOffset(i uintptr) uintptr {
+	if f.shift >= 0 {
+		return i << f.shift
+	}
+	return i * f.blockSize
+}
+
+// publish marks a block taken from a list as allocated and returns its
+// address.
 func (f *FixedSize) publish(b fixedBlock) (uintptr, error) {
 	cs := *f.byID.Load()
 	if int(b.chunk) >= len(cs) {
 		return 0, errClosed(kindFixedSize)
 	}
-	f.mark(cs[b.chunk], b.addr, true)
-	return b.addr, nil
+	c := cs[b.chunk]
+	f.setUsed(c, uintptr(b.idx))
+	return c.base + f.blockOffset(uintptr(b.idx)), nil
+}
+
+// release finds the live block at ptr and marks it free, or returns nil.
+// Of two goroutines releasing the same block at once, only one gets it.
+func (f *FixedSize) release(ptr uintptr) (*fixedChunk, uintptr) {
+	c := f.findChunk(ptr)
+	if c == nil {
+		return nil, 0
+	}
+	off := ptr - c.base
+	i := f.blockIndex(off)
+	if f.blockOffset(i) != off || !f.clearUsed(c, i) {
+		return nil, 0
+	}
+	return c, i
 }
 
 // pop takes a block from l, the last freed first, or returns false. l.mu
@@ -353,14 +474,17 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 	if bytes > f.blockSize {
 		return 0, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize)
 	}
+	return f.allocate(stream)
+}
+
+// allocate is Allocate for a request already checked (not 0 bytes, at most
+// a block, a valid alignment): Binning calls it directly, so that a request
+// is checked once on its way to a bin.
+func (f *FixedSize) allocate(stream Stream) (uintptr, error) {
 	if f.closed.Load() {
 		return 0, errClosed(kindFixedSize)
 	}
-	if stream == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
-	if stream == DefaultStream {
+	if stream == DefaultStream || stream == cudart.LegacyDefaultStream {
 		// The fast path: the default stream's list in this shard.
 		if l := f.eng.def.shards[currentP()&f.eng.mask].Load(); l != nil {
 			l.mu.Lock()
@@ -370,6 +494,17 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 				return f.publish(b)
 			}
 		}
+	}
+	return f.allocateList(stream)
+}
+
+// allocateList is allocate past the fast path: any stream, the stream's
+// own list first, then allocateSlow. It is a function of its own so that
+// allocate stays small (and its callers do not pay for this one's defer).
+func (f *FixedSize) allocateList(stream Stream) (uintptr, error) {
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
 	for {
 		sl, err := f.eng.lookup(stream)
@@ -515,9 +650,40 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 	if bytes > f.blockSize {
 		return fmt.Errorf("%s: %w: deallocating %d bytes at %#x, more than a block (%d bytes)", kindFixedSize, ErrInvalidArgument, bytes, ptr, f.blockSize)
 	}
+	return f.deallocate(stream, ptr)
+}
+
+// deallocate is Deallocate for a request already checked (ptr not 0, at
+// most a block, a valid alignment); see allocate.
+func (f *FixedSize) deallocate(stream Stream, ptr uintptr) error {
 	if f.closed.Load() {
 		return errClosed(kindFixedSize)
 	}
+	if stream != DefaultStream && stream != cudart.LegacyDefaultStream {
+		return f.deallocateList(stream, ptr)
+	}
+	c, i := f.release(ptr)
+	if c == nil {
+		return f.errNotLive(ptr)
+	}
+	// The fast path: the default stream never settles (cut is 0).
+	sl := f.eng.def
+	if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
+		l.mu.Lock()
+		l.blocks = append(l.blocks, fixedBlock{sl.st.epoch.Load(), c.id, uint32(i)})
+		l.free.Add(f.blockSize)
+		l.mu.Unlock()
+		return nil
+	}
+	return f.putFreed(stream, sl, c, i)
+}
+
+func (f *FixedSize) errNotLive(ptr uintptr) error {
+	return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
+}
+
+// deallocateList is deallocate for any stream.
+func (f *FixedSize) deallocateList(stream Stream, ptr uintptr) error {
 	if stream == cudart.PerThreadDefaultStream {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -526,25 +692,23 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 	if err != nil {
 		return err
 	}
-	c := f.findChunk(ptr)
-	if c == nil || f.blockIndex(ptr-c.base)*f.blockSize != ptr-c.base || !f.mark(c, ptr, false) {
-		return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
+	c, i := f.release(ptr)
+	if c == nil {
+		return f.errNotLive(ptr)
 	}
-	if sl == f.eng.def {
-		// The fast path: the default stream never settles (cut is 0).
-		if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
-			l.mu.Lock()
-			l.blocks = append(l.blocks, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
-			l.free.Add(f.blockSize)
-			l.mu.Unlock()
-			return nil
-		}
-	}
+	return f.putFreed(stream, sl, c, i)
+}
+
+// putFreed files block i of chunk c, just marked free, in a list
+// of stream (sl, its lists, looked up during this call). When the stream
+// is swept meanwhile and cannot be looked up again, the block is marked
+// allocated again and the error returned.
+func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixedChunk, i uintptr) error {
 	for {
 		l := f.eng.list(sl, f.eng.shard())
 		l.mu.Lock()
 		if !l.retired {
-			f.put(l, fixedBlock{ptr, sl.st.epoch.Load(), c.id})
+			f.put(l, fixedBlock{sl.st.epoch.Load(), c.id, uint32(i)})
 			batch := l.noteFreed(f.blockSize, f.chunkBytes) && f.eng.shared()
 			l.mu.Unlock()
 			if batch {
@@ -555,8 +719,9 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 			return nil
 		}
 		l.mu.Unlock()
+		var err error
 		if sl, err = f.eng.lookup(stream); err != nil {
-			f.mark(c, ptr, true)
+			f.setUsed(c, i)
 			return err
 		}
 	}
@@ -621,8 +786,8 @@ func (f *FixedSize) Close() error {
 		}
 	}
 	for _, c := range cs {
-		if err := f.upstream.Deallocate(DefaultStream, c.base, c.size, DefaultAlignment); err != nil {
-			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, c.size, c.base, err))
+		if err := f.upstream.Deallocate(DefaultStream, c.base, f.index.size, DefaultAlignment); err != nil {
+			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}
 	errs = append(errs, f.eng.close())

@@ -1,7 +1,12 @@
 package core
 
 import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -118,4 +123,135 @@ func TestFixedSizeIndex(t *testing.T) {
 		require.NoError(t, f.Deallocate(DefaultStream, x, 700, 256))
 	}
 	assert.Nil(t, f.findChunk(0x1000))
+}
+
+// TestFixedIndexLayouts: the granule index answers every address like a
+// scan of the chunks, for chunks packed end to end, with gaps, starting on
+// and off granule boundaries, and spanning directories, for a chunk size
+// that is a power of two (a chunk touches two granules) and one that is not
+// (up to three).
+func TestFixedIndexLayouts(t *testing.T) {
+	require.Equal(t, uintptr(64), unsafe.Sizeof(fixedSlot{}), "a slot is one cache line")
+	for _, size := range []uintptr{1 << 13, 3 << 12} { // granules of 8 KiB
+		dirSpan := uintptr(fixedDirSize) << 13
+		for _, c := range []struct {
+			name  string
+			bases []uintptr
+		}{
+			{"packed", []uintptr{1 << 20, 1<<20 + size, 1<<20 + 2*size, 1<<20 + 3*size}},
+			{"on granules", []uintptr{0, 2 << 13, 4 << 13, 6 << 13, 6<<13 + size}},
+			{"gaps", []uintptr{1<<20 + 256, 1<<20 + size + 4096, 1<<21 + 7936}},
+			{"across directories", []uintptr{dirSpan - size + 256, dirSpan + 256, 3*dirSpan - 8192 - 512, 3*dirSpan - 512 + size}},
+			{"high addresses", []uintptr{0x7f00_0000_0000, 0x7f00_0000_0000 + size}},
+			// Directories too far apart for the flat table: binary search.
+			{"far apart", []uintptr{1 << 20, 1<<20 + size, 1 << 40, 0x7f00_0000_0000 + 256}},
+		} {
+			t.Run(fmt.Sprintf("%d/%s", size, c.name), func(t *testing.T) {
+				var x fixedIndex
+				x.size = size
+				x.g = uint(bits.Len64(uint64(size))) - 1
+				require.Equal(t, uint(13), x.g)
+				x.dirs.Store(&fixedDirs{})
+				var cs []*fixedChunk
+				for i, b := range c.bases {
+					require.True(t, i == 0 || b >= c.bases[i-1]+size, "chunks must not overlap")
+					ch := x.add(b, int32(i), 1)
+					require.Equal(t, b, ch.base)
+					require.Equal(t, int32(i), ch.id)
+					cs = append(cs, ch)
+				}
+				want := func(p uintptr) *fixedChunk {
+					for _, ch := range cs {
+						if p >= ch.base && p-ch.base < size {
+							return ch
+						}
+					}
+					return nil
+				}
+				for _, ch := range cs {
+					for _, p := range []uintptr{ch.base - 256, ch.base - 1, ch.base, ch.base + 1, ch.base + 8191, ch.base + 8192, ch.base + size - 1, ch.base + size, ch.base + size + 8192} {
+						require.Same(t, want(p), x.find(p), "%#x", p)
+					}
+					for off := uintptr(0); off < size+16384; off += 256 {
+						p := ch.base - 8192 + off
+						require.Same(t, want(p), x.find(p), "%#x", p)
+					}
+				}
+				require.Nil(t, x.find(0x5000_0000_0000))
+				d := x.dirs.Load()
+				assert.Equal(t, c.name != "far apart", d.flat != nil, "flat table")
+			})
+		}
+	}
+}
+
+// TestFixedSizeRacingFrees: when goroutines race to free the same blocks,
+// each block is freed exactly once and every other attempt gets
+// ErrInvalidPointer; no block is handed out twice afterwards.
+func TestFixedSizeRacingFrees(t *testing.T) {
+	for _, via := range []string{"fixed_size", "binning"} {
+		t.Run(via, func(t *testing.T) {
+			up := newCountingUpstream(t)
+			var r Resource
+			if via == "fixed_size" {
+				f, err := NewFixedSize(up, FixedSizeOptions{BlockSize: 1024, BlocksToPreallocate: 64})
+				require.NoError(t, err)
+				defer f.Close()
+				r = f
+			} else {
+				b, err := NewBinning(up, 8, 12)
+				require.NoError(t, err)
+				defer b.Close()
+				r = b
+			}
+			const n, racers = 512, 4
+			for round := 0; round < raceScale(20); round++ {
+				live := make([]uintptr, n)
+				for i := range live {
+					p, err := r.Allocate(DefaultStream, 1000, 256)
+					require.NoError(t, err)
+					live[i] = p
+				}
+				var wg sync.WaitGroup
+				wins := make([][]int, racers)
+				errs := make([]error, racers)
+				for g := 0; g < racers; g++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i, p := range live {
+							err := r.Deallocate(DefaultStream, p, 1000, 256)
+							if err == nil {
+								wins[g] = append(wins[g], i)
+							} else if !errors.Is(err, ErrInvalidPointer) {
+								errs[g] = err
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				require.NoError(t, errors.Join(errs...))
+				freed := make([]int, n)
+				for _, w := range wins {
+					for _, i := range w {
+						freed[i]++
+					}
+				}
+				for i, k := range freed {
+					require.Equal(t, 1, k, "block %d freed %d times", i, k)
+				}
+				seen := map[uintptr]bool{}
+				for range live {
+					p, err := r.Allocate(DefaultStream, 1000, 256)
+					require.NoError(t, err)
+					require.False(t, seen[p], "%#x handed out twice", p)
+					seen[p] = true
+				}
+				for p := range seen {
+					require.NoError(t, r.Deallocate(DefaultStream, p, 1000, 256))
+				}
+			}
+		})
+	}
 }
