@@ -88,6 +88,8 @@ RMMGO_INTERNAL int rmmgo_tc_enabled(void);
  * unpublish takes it back. */
 RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity);
 RMMGO_INTERNAL void rmmgo_tc_unpublish(uint64_t handle);
+/* Refreshes the resource size a handle's pairs share (see tc_pair_bytes). */
+RMMGO_INTERNAL void rmmgo_tc_set_capacity(uint64_t handle, size_t capacity);
 
 /* The CUDA backend's cudaStreamGetId and cudaGetLastError, for C to call
  * (0 on the simulated backend, where C asks Go). */

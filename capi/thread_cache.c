@@ -45,15 +45,20 @@
 
 /* Size classes: 256-byte steps up to 4 KiB (classes 0..15), then four per
  * power of two up to 4 MiB (16..55). Larger requests are not cached. */
-enum { TC_SMALL_CLASSES = 16, TC_CLASSES = 56, TC_PAIRS = 16, TC_SHARDS = 64, TC_MAX_BATCH = 32, TC_MAX_CAP = 64 };
+enum { TC_SMALL_CLASSES = 16, TC_CLASSES = 56, TC_PAIRS = 16, TC_SHARDS = 64, TC_MAX_BATCH = 32, TC_MAX_DRAIN = 64 };
 #define TC_SMALL_LIMIT ((size_t)4096)
 #define TC_MAX_SIZE ((size_t)4 << 20)
 /* A refill takes at most this many bytes (and TC_MAX_BATCH blocks). */
 #define TC_REFILL_BYTES ((size_t)1 << 20)
-/* A class holds at most this many bytes (at least 2, at most TC_MAX_CAP blocks). */
-#define TC_CLASS_BYTES ((size_t)2 << 20)
-/* One (handle, stream) of one thread holds at most this many bytes. */
-#define TC_PAIR_BYTES ((size_t)8 << 20)
+/* What one (thread, handle, stream) may cache: the handle's share of an
+ * eighth of its resource's size (its capacity, which Go refreshes on every
+ * refill), split among the pairs bound to the handle, so that all threads
+ * together park at most about an eighth of the resource; at least
+ * TC_PAIR_MIN_BYTES. An arena's pairs hold at most 1/64 of it each (its
+ * per-thread arenas and superblocks make parked memory costlier there). */
+#define TC_PAIR_MIN_BYTES ((size_t)8 << 20)
+/* A class's stack grows by doubling up to this many blocks. */
+#define TC_STACK_MAX ((uint32_t)1 << 24)
 /* Stream keys of streams other than the legacy default stream. */
 #define TC_KEY_NONDEFAULT ((uint64_t)1 << 63)
 
@@ -81,10 +86,6 @@ static int tc_batch(size_t size, size_t pair_bytes) {
   return b < 1 ? 1 : b > TC_MAX_BATCH ? TC_MAX_BATCH : (int)b;
 }
 
-static uint32_t tc_cap(size_t size) {
-  size_t c = TC_CLASS_BYTES / size;
-  return c < 2 ? 2 : c > TC_MAX_CAP ? TC_MAX_CAP : (uint32_t)c;
-}
 
 /* ------------------------------------------------------------ on / off */
 
@@ -138,8 +139,20 @@ typedef struct {
   _Atomic uint64_t handle; /* the live handle of this slot, 0 when none */
   atomic_int kind;
   _Atomic size_t limit;
-  _Atomic size_t pair_bytes; /* what one thread may cache for one stream */
+  _Atomic size_t capacity; /* the resource's size as Go last saw it; 0: unknown */
+  atomic_int pairs;        /* thread pairs bound to the handle */
 } tc_mslot;
+
+/* The bytes one pair of s may cache (see TC_PAIR_MIN_BYTES). */
+static size_t tc_pair_bytes(tc_mslot* s) {
+  size_t cap = atomic_load_explicit(&s->capacity, memory_order_relaxed);
+  if (atomic_load_explicit(&s->kind, memory_order_relaxed) == RMMGO_TC_ARENA) {
+    return cap / 64 < TC_PAIR_MIN_BYTES ? cap / 64 : TC_PAIR_MIN_BYTES;
+  }
+  int n = atomic_load_explicit(&s->pairs, memory_order_relaxed);
+  size_t share = cap / 8 / (size_t)(n > 1 ? n : 1);
+  return share > TC_PAIR_MIN_BYTES ? share : TC_PAIR_MIN_BYTES;
+}
 
 static _Atomic(tc_mslot*) tc_mirror[((size_t)1 << TC_INDEX_BITS) / TC_MCHUNK];
 static pthread_mutex_t tc_mirror_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -169,13 +182,8 @@ void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity) 
   }
   atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
   atomic_store_explicit(&s->limit, limit, memory_order_relaxed);
-  /* A resource of bounded size (an arena) lets each (thread, stream) park
-   * at most 1/64 of it. */
-  size_t pb = TC_PAIR_BYTES;
-  if (capacity != 0 && capacity / 64 < pb) {
-    pb = capacity / 64;
-  }
-  atomic_store_explicit(&s->pair_bytes, pb, memory_order_relaxed);
+  atomic_store_explicit(&s->capacity, capacity, memory_order_relaxed);
+  atomic_store_explicit(&s->pairs, 0, memory_order_relaxed);
   atomic_store_explicit(&s->handle, handle, memory_order_seq_cst);
 }
 
@@ -199,6 +207,14 @@ static inline tc_mslot* tc_mirror_find(uint64_t h) {
   }
   return s;
 }
+
+void rmmgo_tc_set_capacity(uint64_t handle, size_t capacity) {
+  tc_mslot* s = tc_mirror_find(handle);
+  if (s != NULL) {
+    atomic_store_explicit(&s->capacity, capacity, memory_order_relaxed);
+  }
+}
+
 
 static inline bool tc_alive(tc_mslot* s, uint64_t h) {
   return atomic_load_explicit(&s->handle, memory_order_seq_cst) == h;
@@ -402,8 +418,9 @@ static void tc_forget(uintptr_t p) {
 /* --------------------------------------------------------- the caches */
 
 typedef struct {
-  uintptr_t* v; /* TC_MAX_CAP entries, allocated on first push */
+  uintptr_t* v; /* cap entries, allocated on first push, grown by doubling */
   uint32_t n;
+  uint32_t cap;
 } tc_stack;
 
 typedef struct {
@@ -506,6 +523,18 @@ static tc_pair* tc_pair_for(tc_cache* c, uint64_t h, uint64_t key, size_t fixed)
     }
   }
   p = c->pairs[spare];
+  if (p->handle != 0 && p->handle != h) {
+    tc_mslot* old = tc_mirror_find(p->handle);
+    if (old != NULL) {
+      atomic_fetch_sub_explicit(&old->pairs, 1, memory_order_relaxed);
+    }
+  }
+  if (p->handle != h) {
+    tc_mslot* ms = tc_mirror_find(h);
+    if (ms != NULL) {
+      atomic_fetch_add_explicit(&ms->pairs, 1, memory_order_relaxed);
+    }
+  }
   p->handle = h;
   p->key = key;
   p->fixed = fixed;
@@ -515,11 +544,22 @@ static tc_pair* tc_pair_for(tc_cache* c, uint64_t h, uint64_t key, size_t fixed)
   return p;
 }
 
-static bool tc_stack_ready(tc_stack* st) {
-  if (st->v == NULL) {
-    st->v = malloc(TC_MAX_CAP * sizeof *st->v);
+/* Makes room for one more block on st; false when it cannot grow. */
+static bool tc_stack_room(tc_stack* st) {
+  if (st->n < st->cap) {
+    return true;
   }
-  return st->v != NULL;
+  uint32_t nc = st->cap == 0 ? 16 : st->cap * 2;
+  if (nc > TC_STACK_MAX) {
+    return false;
+  }
+  uintptr_t* v = realloc(st->v, (size_t)nc * sizeof *v);
+  if (v == NULL) {
+    return false;
+  }
+  st->v = v;
+  st->cap = nc;
+  return true;
 }
 
 /* Moves every block of pair p into out (grown as needed), forgetting them
@@ -568,9 +608,14 @@ static void tc_thread_exit(void* arg) {
   pthread_mutex_lock(&tc_list_mu);
   tc_lock(&c->lock);
   for (int i = 0; i < TC_PAIRS; i++) {
-    if (c->pairs[i] != NULL) {
+    tc_pair* p = c->pairs[i];
+    if (p != NULL) {
       /* Table entries stay CACHED: a free of one is still a double free. */
-      tc_pair_take(c->pairs[i], &tc_orphans, &tc_norphans, &tc_orphans_cap, false);
+      tc_pair_take(p, &tc_orphans, &tc_norphans, &tc_orphans_cap, false);
+      tc_mslot* ms = p->handle != 0 ? tc_mirror_find(p->handle) : NULL;
+      if (ms != NULL) {
+        atomic_fetch_sub_explicit(&ms->pairs, 1, memory_order_relaxed);
+      }
     }
   }
   atomic_store(&tc_orphan_count, tc_norphans);
@@ -766,7 +811,7 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   int got = 0;
   tc_drain_orphans_if_any();
   rmm_status st = rmmgo_go_refill((uintptr_t)h, (uintptr_t)stream, size, bytes, alignment,
-                                   tc_batch(size, atomic_load_explicit(&ms->pair_bytes, memory_order_relaxed)), buf, &got);
+                                   tc_batch(size, tc_pair_bytes(ms)), buf, &got);
   if (st != RMM_SUCCESS) {
     return st;
   }
@@ -776,7 +821,7 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   }
   int kind = atomic_load_explicit(&ms->kind, memory_order_relaxed);
   size_t fixed = kind == RMMGO_TC_FIXED_SIZE ? size : 0;
-  size_t pair_bytes = atomic_load_explicit(&ms->pair_bytes, memory_order_relaxed);
+  size_t pair_bytes = tc_pair_bytes(ms);
   uintptr_t back[TC_MAX_BATCH];
   int nback = 0;
   bool tracked = false;
@@ -789,10 +834,9 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   }
   tc_pair* p = tc_pair_for(c, h, key, fixed);
   tc_stack* stk = p != NULL ? &p->cls[k] : NULL;
-  bool can_cache = stk != NULL && tc_stack_ready(stk);
   for (int i = 0; i < got; i++) {
     uintptr_t b = buf[i];
-    bool keep = i == 0 || (can_cache && stk->n < tc_cap(size) && p->bytes + size <= pair_bytes);
+    bool keep = i == 0 || (stk != NULL && p->bytes + size <= pair_bytes && tc_stack_room(stk));
     tc_ent* e = NULL;
     if (keep) {
       tc_shard* s = tc_shard_of(b);
@@ -974,21 +1018,25 @@ static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream
   tc_unlock(&s->lock);
 
   size_t size = kind == RMMGO_TC_FIXED_SIZE ? limit : tc_class_size(k);
-  uintptr_t out[TC_MAX_CAP];
+  uintptr_t out[TC_MAX_DRAIN];
   int nout = 0;
   tc_pair* p = tc_pair_for(c, h, key, kind == RMMGO_TC_FIXED_SIZE ? limit : 0);
   tc_stack* st = p != NULL ? &p->cls[k] : NULL;
-  if (st == NULL || !tc_stack_ready(st)) {
+  if (st == NULL) {
     out[nout++] = b; /* nowhere to cache it: straight back */
-  } else if (st->n >= tc_cap(size) || p->bytes + size > atomic_load_explicit(&ms->pair_bytes, memory_order_relaxed)) {
+  } else if (p->bytes + size > tc_pair_bytes(ms) || !tc_stack_room(st)) {
     if (st->n == 0) {
       out[nout++] = b;
     } else {
-      /* Full: the older half goes back in one crossing. */
+      /* Full: half of the class, at most TC_MAX_DRAIN - 1 blocks, goes back
+       * in one crossing. They come off the top, so this costs O(m) however
+       * many the class holds (the oldest stay; reuse order is still LIFO). */
       uint32_t m = st->n / 2 > 0 ? st->n / 2 : 1;
-      memcpy(out, st->v, m * sizeof *out);
-      memmove(st->v, st->v + m, (st->n - m) * sizeof *st->v);
+      if (m > TC_MAX_DRAIN - 1) {
+        m = TC_MAX_DRAIN - 1;
+      }
       st->n -= m;
+      memcpy(out, st->v + st->n, m * sizeof *out);
       p->bytes -= m * size;
       p->blocks -= m;
       nout = (int)m;

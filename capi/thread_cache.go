@@ -31,22 +31,36 @@ func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 
 // tcKind is the mirror's kind of a resource the cache may serve (0 for
 // others), its limit (a fixed_size resource's block size, a binning
-// resource's largest bin) and its capacity (an arena's size; 0: unbounded).
+// resource's largest bin) and its capacity (the bytes it holds, which the
+// thread caches may park an eighth of (an arena: its size); 0: unknown).
 func tcKind(res core.Resource) (kind C.int, limit, capacity uintptr) {
 	switch r := res.(type) {
 	case *core.Pool:
-		return C.RMMGO_TC_POOL, 0, 0
+		return C.RMMGO_TC_POOL, 0, r.PoolSize()
 	case *core.Arena:
 		return C.RMMGO_TC_ARENA, 0, r.ArenaSize()
 	case *core.FixedSize:
-		return C.RMMGO_TC_FIXED_SIZE, r.BlockSize(), 0
+		return C.RMMGO_TC_FIXED_SIZE, r.BlockSize(), r.HeldBytes()
 	case *core.Binning:
 		if sizes := r.BinSizes(); len(sizes) > 0 {
 			limit = sizes[len(sizes)-1]
 		}
-		return C.RMMGO_TC_BINNING, limit, 0
+		// The bins take their chunks from the upstream: what it holds is
+		// what the binning resource holds.
+		if p, ok := r.Upstream().(*core.Pool); ok {
+			capacity = p.PoolSize()
+		}
+		return C.RMMGO_TC_BINNING, limit, capacity
 	}
 	return 0, 0, 0
+}
+
+// tcRefreshCapacity tells the C side what e's resource holds now (a pool
+// grows), on every refill.
+func tcRefreshCapacity(e *entry) {
+	if _, _, capacity := tcKind(e.res); capacity != 0 {
+		C.rmmgo_tc_set_capacity(C.uint64_t(e.handle), C.size_t(capacity))
+	}
 }
 
 // tcPublishKind writes e's kind, limit and capacity to the mirror.
@@ -334,6 +348,7 @@ func rmmgo_go_refill(handle, stream C.uintptr_t, size, bytes, alignment C.size_t
 		k++
 	}
 	*got = C.int(k)
+	tcRefreshCapacity(e)
 	return statusSuccess
 }
 

@@ -355,6 +355,10 @@ func (f *FixedSize) chunkBytes() uintptr {
 	return f.blockSize * uintptr(f.perChunk) * uintptr(len(*f.byID.Load()))
 }
 
+// HeldBytes returns the bytes the resource holds from its upstream (its
+// chunks, blocks in use or not).
+func (f *FixedSize) HeldBytes() uintptr { return f.chunkBytes() }
+
 // findChunk returns the chunk holding ptr, or nil.
 func (f *FixedSize) findChunk(ptr uintptr) *fixedChunk { return f.index.find(ptr) }
 
