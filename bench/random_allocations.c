@@ -143,6 +143,7 @@ static struct {
   int warmup;
   size_t max_usage; /* 0: 16,000 MiB on CUDA, a quarter of the device on the simulated one */
   bool max_usage_per_thread;
+  bool fresh_threads; /* new threads for every repetition (--fresh-threads) */
   int stream_mode; /* 0 auto (own stream when threads > 1), 1 default stream, 2 own stream */
   bool resources[6];
   bool baselines;
@@ -174,6 +175,8 @@ static void usage(FILE* f) {
           "  --max-usage BYTES     live-bytes cap over all threads (default 16000MiB on CUDA,\n"
           "                        a quarter of device memory on the simulated device)\n"
           "  --max-usage-per-thread  the cap applies to each thread, not divided among them\n"
+          "  --fresh-threads       new threads for every repetition (default: one set of threads\n"
+          "                        per configuration, kept for all its repetitions)\n"
           "  --num-allocations N   override the case's allocation count (per thread)\n"
           "  --max-size BYTES      override the case's largest size\n"
           "  --stream MODE         auto (own non-blocking stream per thread when threads > 1),\n"
@@ -253,6 +256,8 @@ static bool parse_args(int argc, char** argv) {
       opt.efficiency = false;
     } else if (strcmp(arg, "--max-usage-per-thread") == 0) {
       opt.max_usage_per_thread = true;
+    } else if (strcmp(arg, "--fresh-threads") == 0) {
+      opt.fresh_threads = true;
     } else {
       static const char* const valued[] = {"--case", "--resource", "--threads", "--reps", "--warmup", "--max-usage",
                                            "--num-allocations", "--max-size", "--stream", "--seed", "--device",
@@ -402,7 +407,7 @@ static void* run_worker(void* arg) {
   if (a->kind == KIND_RMMGO) ok_device = rmm_set_device(w->device) == RMM_SUCCESS;
   else ok_device = cu.set_device(w->device) == 0;
   if (!ok_device) snprintf(w->error, sizeof w->error, "cannot set device %d", w->device);
-  pthread_barrier_wait(w->start);
+  if (w->start != NULL) pthread_barrier_wait(w->start);
   if (w->error[0] != '\0') return NULL;
 
   uint64_t rng = w->seed;
@@ -472,10 +477,69 @@ typedef struct {
   char error[256];
 } rep_result;
 
-/* One repetition: every thread runs its loop once; wall time from the first
- * start to the last end. */
+/* The threads of one configuration. By default they live for all of its
+ * repetitions, as a program's worker threads do (and as a benchmark
+ * library's threads do across iterations), so per-thread state such as
+ * rmmgo's thread caches carries from one repetition to the next;
+ * --fresh-threads makes new threads for every repetition instead. */
+typedef struct {
+  int threads;
+  worker* ws;
+  pthread_t tids[MAX_THREADS];
+  pthread_barrier_t go, done; /* threads + the main thread */
+  atomic_bool quit;
+} team;
+
+typedef struct {
+  team* tm;
+  int index;
+} team_arg;
+
+static team_arg team_args[MAX_THREADS];
+
+static void* team_main(void* arg) {
+  team_arg* ta = arg;
+  team* tm = ta->tm;
+  for (;;) {
+    pthread_barrier_wait(&tm->go);
+    if (atomic_load(&tm->quit)) break;
+    run_worker(&tm->ws[ta->index]);
+    pthread_barrier_wait(&tm->done);
+  }
+  return NULL;
+}
+
+static bool team_start(team* tm, int threads, worker* ws) {
+  memset(tm, 0, sizeof *tm);
+  tm->threads = threads;
+  tm->ws = ws;
+  atomic_store(&tm->quit, false);
+  pthread_barrier_init(&tm->go, NULL, (unsigned)threads + 1);
+  pthread_barrier_init(&tm->done, NULL, (unsigned)threads + 1);
+  for (int t = 0; t < threads; t++) {
+    team_args[t].tm = tm;
+    team_args[t].index = t;
+    if (pthread_create(&tm->tids[t], NULL, team_main, &team_args[t]) != 0) {
+      fprintf(stderr, "random_allocations: pthread_create failed\n");
+      exit(1);
+    }
+  }
+  return true;
+}
+
+static void team_stop(team* tm) {
+  atomic_store(&tm->quit, true);
+  pthread_barrier_wait(&tm->go);
+  for (int t = 0; t < tm->threads; t++) pthread_join(tm->tids[t], NULL);
+  pthread_barrier_destroy(&tm->go);
+  pthread_barrier_destroy(&tm->done);
+}
+
+/* One repetition: every thread runs its loop once (on tm's threads, or on
+ * new ones when tm is NULL); wall time from the first start to the last end. */
 static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams, size_t n, size_t max_size,
-                          size_t max_usage_per_thread, bool count, worker* ws, void** ptrs, size_t* sizes) {
+                          size_t max_usage_per_thread, bool count, worker* ws, void** ptrs, size_t* sizes,
+                          team* tm) {
   rep_result r = {0};
   pthread_barrier_t start;
   pthread_barrier_init(&start, NULL, (unsigned)threads);
@@ -491,17 +555,21 @@ static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams
     w->max_usage = max_usage_per_thread;
     w->device = opt.device;
     w->count_live = count;
-    w->start = &start;
+    w->start = tm != NULL ? NULL : &start;
     w->ptrs = ptrs + (size_t)t * n;
     w->sizes = sizes + (size_t)t * n;
-    if (pthread_create(&tids[t], NULL, run_worker, w) != 0) {
+    if (tm == NULL && pthread_create(&tids[t], NULL, run_worker, w) != 0) {
       fprintf(stderr, "random_allocations: pthread_create failed\n");
       exit(1);
     }
   }
+  if (tm != NULL) {
+    pthread_barrier_wait(&tm->go);   /* the threads start together */
+    pthread_barrier_wait(&tm->done); /* and are all done */
+  }
   double first = 1e300, last = 0;
   for (int t = 0; t < threads; t++) {
-    pthread_join(tids[t], NULL);
+    if (tm == NULL) pthread_join(tids[t], NULL);
     if (ws[t].error[0] != '\0' && r.error[0] == '\0') snprintf(r.error, sizeof r.error, "%s", ws[t].error);
     if (ws[t].t_start < first) first = ws[t].t_start;
     if (ws[t].t_end > last) last = ws[t].t_end;
@@ -688,16 +756,19 @@ static double run_config(allocator* a, const char* case_name, int threads, size_
     }
   }
   size_t per_thread = opt.max_usage_per_thread ? max_usage_total : max_usage_total / (size_t)threads;
+  team tm_storage;
+  team* tm = NULL;
+  if (!opt.fresh_threads && team_start(&tm_storage, threads, ws)) tm = &tm_storage;
   double rates[256];
   int reps = opt.reps > 256 ? 256 : opt.reps;
   uint64_t failures = 0, ops = 0;
   char error[256] = "";
   for (int i = 0; i < opt.warmup && error[0] == '\0'; i++) {
-    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, false, ws, ptrs, sizes);
+    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, false, ws, ptrs, sizes, tm);
     if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
   }
   for (int i = 0; i < reps && error[0] == '\0'; i++) {
-    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, false, ws, ptrs, sizes);
+    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, false, ws, ptrs, sizes, tm);
     if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
     rates[i] = r.seconds > 0 ? (double)r.ops / r.seconds : 0;
     if (r.ops == 0 && error[0] == '\0') snprintf(error, sizeof error, "no allocation succeeded");
@@ -708,10 +779,11 @@ static double run_config(allocator* a, const char* case_name, int threads, size_
   if (opt.efficiency && error[0] == '\0') {
     atomic_store(&live_now, 0);
     atomic_store(&live_peak, 0);
-    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, true, ws, ptrs, sizes);
+    rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, true, ws, ptrs, sizes, tm);
     if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
     peak_live = atomic_load(&live_peak);
   }
+  if (tm != NULL) team_stop(tm);
   for (int t = 0; t < threads; t++)
     if (streams[t] != NULL) rmm_stream_destroy(streams[t]);
   fprintf(stderr, "[%7.1f s] %s, %s, %d thread(s): %.1f s\n", now_s() - t_begin, a->name, case_name, threads,
@@ -816,6 +888,8 @@ int main(int argc, char** argv) {
     bool off = tc != NULL && (strcmp(tc, "0") == 0 || strcasecmp(tc, "off") == 0 || strcasecmp(tc, "false") == 0 ||
                               strcasecmp(tc, "no") == 0);
     printf("- thread cache: %s\n", off ? "off (RMMGO_THREAD_CACHE)" : "on (pool, arena, binning, fixed_size)");
+    printf("- threads: %s\n", opt.fresh_threads ? "new threads for every repetition (--fresh-threads)"
+                                                 : "one set per configuration, kept for all its repetitions");
   }
   printf("- resources:\n");
   for (int r = 0; r < 6; r++) {
