@@ -1257,18 +1257,32 @@ func (h *heap) releaseChunks(all bool) []*chunk {
 	var out []*chunk
 	keep := make(map[*chunk]bool)
 	for _, c := range t.sorted {
-		n := pg.at(c.first)
-		o := n.owner.Load()
-		wholeFree := o > 0 && n.size == c.size
+		// A chunk is wholly free when every block of it is free, in
+		// whatever lists: blocks freed on different streams or shards never
+		// merge with each other, so one free block spanning the chunk is not
+		// the only case (with many Ps even one stream's frees spread over
+		// several shards' lists).
+		wholeFree := true
+		for id := c.first; id != 0; id = pg.at(id).next {
+			if pg.at(id).owner.Load() <= 0 {
+				wholeFree = false
+				break
+			}
+		}
 		if !all && !wholeFree {
 			keep[c] = true
 			continue
 		}
 		if wholeFree {
-			if l := byID[o]; l != nil {
-				l.remove(pg, n)
-				l.free.Add(^(n.size - 1))
-				h.recycle(pg, l, c.first)
+			for id := c.first; id != 0; {
+				n := pg.at(id)
+				next := n.next
+				if l := byID[n.owner.Load()]; l != nil {
+					l.remove(pg, n)
+					l.free.Add(^(n.size - 1))
+					h.recycle(pg, l, id)
+				}
+				id = next
 			}
 		}
 		out = append(out, c)

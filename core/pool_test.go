@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -448,5 +449,42 @@ func BenchmarkPoolHandoff(b *testing.B) {
 		if x.p != 0 {
 			require.NoError(b, p.Deallocate(cs, x.p, x.n, 256))
 		}
+	}
+}
+
+// TestPoolReleaseFreesSpreadOverLists: Release returns a chunk whose blocks
+// were freed into different lists (goroutines on different Ps use different
+// shards, and blocks of different lists never merge). It failed on a 16-core
+// GPU host, where the frees of one goroutine already spread over shards.
+func TestPoolReleaseFreesSpreadOverLists(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16)) // 16 shards, whatever the machine
+	for round := 0; round < 5; round++ {
+		up := newCountingUpstream(t)
+		p, err := NewPool(up, PoolOptions{})
+		require.NoError(t, err)
+		ptrs := make([]uintptr, 512)
+		for i := range ptrs {
+			ptrs[i], err = p.Allocate(DefaultStream, 4<<10, 256)
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(ptrs); i += 16 {
+					assert.NoError(t, p.Deallocate(DefaultStream, ptrs[i], 4<<10, 256))
+					runtime.Gosched()
+				}
+			}()
+		}
+		wg.Wait()
+		require.NoError(t, p.Release())
+		assert.Zero(t, p.PoolSize(), "every chunk was wholly free")
+		assert.Zero(t, up.liveCount())
+		x, err := p.Allocate(DefaultStream, 4<<10, 256) // still usable
+		require.NoError(t, err)
+		require.NoError(t, p.Deallocate(DefaultStream, x, 4<<10, 256))
+		require.NoError(t, p.Close())
 	}
 }
