@@ -44,6 +44,7 @@ typedef struct rmmgo_cudart {
 	void *cudaStreamQuery;
 	void *cudaStreamWaitEvent;
 	void *cudaStreamGetId;
+	void *cuStreamGetId; // the driver's, when libcuda.so.1 has it; else NULL
 	void *cudaEventCreateWithFlags;
 	void *cudaEventDestroy;
 	void *cudaEventRecord;
@@ -307,6 +308,15 @@ static inline int32_t rmmgo_stream_wait_event(uintptr_t tbl, uintptr_t s, uintpt
 static inline rmmgo_u64_result rmmgo_stream_get_id(uintptr_t tbl, uintptr_t s) {
 	rmmgo_u64_result r = {0, 0};
 	unsigned long long id = 0;
+	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
+	// The driver's call first (no process-wide lock); on any failure (no
+	// current context on this thread, say) the runtime's, whose error is
+	// the one reported.
+	if (t->cuStreamGetId != NULL &&
+	    ((rmmgo_drvfn_cuStreamGetId)t->cuStreamGetId)((rmmgo_cudaStream_t)s, &id) == 0) {
+		r.value = id;
+		return r;
+	}
 	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamGetId)((rmmgo_cudaStream_t)s, &id));
 	r.value = id;
 	return r;
@@ -315,8 +325,21 @@ static inline rmmgo_u64_result rmmgo_stream_get_id(uintptr_t tbl, uintptr_t s) {
 // The addresses of cudaStreamGetId and cudaGetLastError, for C code that
 // calls them itself (the C ABI's per-thread cache).
 static inline uintptr_t rmmgo_addr_stream_get_id(uintptr_t tbl) {
-	return (uintptr_t)((const rmmgo_cudart *)tbl)->cudaStreamGetId;
+	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
+	return (uintptr_t)(t->cuStreamGetId != NULL ? t->cuStreamGetId : t->cudaStreamGetId);
 }
+// The runtime's cudaStreamGetId alone (tests compare it with the driver's).
+static inline rmmgo_u64_result rmmgo_stream_get_id_runtime(uintptr_t tbl, uintptr_t s) {
+	rmmgo_u64_result r = {0, 0};
+	unsigned long long id = 0;
+	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamGetId)((rmmgo_cudaStream_t)s, &id));
+	r.value = id;
+	return r;
+}
+static inline int rmmgo_has_driver_stream_id(uintptr_t tbl) {
+	return ((const rmmgo_cudart *)tbl)->cuStreamGetId != NULL;
+}
+
 static inline uintptr_t rmmgo_addr_get_last_error(uintptr_t tbl) {
 	return (uintptr_t)((const rmmgo_cudart *)tbl)->cudaGetLastError;
 }
@@ -697,6 +720,12 @@ func openRuntime(lib *dynLib) (*cudaRuntime, error) {
 			versionString(c.runtimeVersion), versionString(c.driverVersion), c.newError("cudaGetDeviceCount", code))
 	}
 	c.deviceCount = int(n.value)
+	// The runtime has loaded the driver by now (it counted the devices).
+	if drv, err := dlOpen("libcuda.so.1", dlNow|dlLocal|dlNoLoad); err == nil {
+		if p, err := drv.lookup("cuStreamGetId"); err == nil {
+			t.cuStreamGetId = p
+		}
+	}
 	loaded = true
 	return c, nil
 }
@@ -1019,8 +1048,22 @@ func (c *cudaRuntime) StreamWaitEvent(s Stream, e Event) error {
 	return c.check("cudaStreamWaitEvent", C.rmmgo_stream_wait_event(c.tbl, C.uintptr_t(s), C.uintptr_t(e)))
 }
 
-// StreamGetIDFuncs returns the addresses of the loaded cudaStreamGetId and
-// cudaGetLastError when r is the CUDA backend, else zeros. C code that must
+// streamIDRuntime is cudaStreamGetId through the runtime only, and
+// driverStreamID whether StreamGetID asks the driver first (for tests).
+func (c *cudaRuntime) streamIDRuntime(s Stream) (uint64, error) {
+	r := C.rmmgo_stream_get_id_runtime(c.tbl, C.uintptr_t(s))
+	if r.err != 0 {
+		return 0, c.newError("cudaStreamGetId", ErrorCode(r.err))
+	}
+	return uint64(r.value), nil
+}
+
+func (c *cudaRuntime) driverStreamID() bool { return C.rmmgo_has_driver_stream_id(c.tbl) != 0 }
+
+// StreamGetIDFuncs returns the addresses of the stream-id function in use
+// (the driver's cuStreamGetId when libcuda.so.1 has it, else the runtime's
+// cudaStreamGetId; both return 0 on success) and of cudaGetLastError when r
+// is the CUDA backend, else zeros. C code that must
 // know a stream by its id without entering Go (the C ABI's per-thread cache)
 // calls them directly; the second clears the thread's last error after a
 // failed first, as every call here does.

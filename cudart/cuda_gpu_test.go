@@ -287,3 +287,34 @@ func TestCUDAGPUStreamsEventsPools(t *testing.T) {
 	require.NoError(t, c.StreamDestroy(s2))
 	requireClean(t, c)
 }
+
+// TestCUDAGPUStreamIDFromDriver: stream ids come from the driver's
+// cuStreamGetId (the runtime's call serializes every thread of the process)
+// and equal the runtime's, for a created stream and the per-thread default
+// stream, from a thread that has made no other CUDA call too.
+func TestCUDAGPUStreamIDFromDriver(t *testing.T) {
+	c := openRealCUDA(t)
+	require.True(t, c.driverStreamID(), "libcuda.so.1 has cuStreamGetId (CUDA 12.0+)")
+	onDevice(t, c, 0)
+	s, err := c.StreamCreate(StreamFlagNonBlocking)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.StreamDestroy(s)) }()
+	for _, st := range []Stream{s, PerThreadDefaultStream} {
+		got, err := c.StreamGetID(st)
+		require.NoError(t, err)
+		want, err := c.streamIDRuntime(st)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "stream %#x", uintptr(st))
+	}
+	done := make(chan struct{})
+	go func() { // a fresh OS thread
+		defer close(done)
+		runtime.LockOSThread()
+		id, err := c.StreamGetID(s)
+		assert.NoError(t, err)
+		want, _ := c.streamIDRuntime(s)
+		assert.Equal(t, want, id)
+	}()
+	<-done
+	requireClean(t, c)
+}

@@ -143,6 +143,17 @@ func TestFuncDecls(t *testing.T) {
 	for ty := range declared {
 		assert.True(t, used[ty], "cuda_abi.h declares %s, which FuncDecls does not use", ty)
 	}
+	// The driver functions (rmmgo_drvfn_<symbol>) are not in FuncDecls:
+	// decl_check.cpp checks each of them by name.
+	check, err := os.ReadFile("check/decl_check.cpp")
+	require.NoError(t, err)
+	drv := regexp.MustCompile(`typedef [^;]*\(\*rmmgo_drvfn_(\w+)\)\(`)
+	ms := drv.FindAllStringSubmatch(string(abi), -1)
+	assert.NotEmpty(t, ms, "cuda_abi.h declares cuStreamGetId")
+	for _, m := range ms {
+		assert.Contains(t, string(check), "RMMGO_CHECK_FUNC("+m[1]+", rmmgo_drvfn_"+m[1]+")",
+			"decl_check.cpp checks the driver function %s", m[1])
+	}
 
 	// Each supported version gets exactly one shape of every function, and
 	// the hint functions in exactly the shapes the backend expects.

@@ -16,6 +16,7 @@
 // Nothing here needs a GPU or links the CUDA runtime.
 
 #include <cuda_runtime_api.h>
+#include <cuda.h> // the one driver function we call: cuStreamGetId
 
 #include <cstddef>
 #include <cstdio>
@@ -147,6 +148,7 @@ static void check_types() {
 
 static void check_generated() {
 #include "decls_generated.h"
+	RMMGO_CHECK_FUNC(cuStreamGetId, rmmgo_drvfn_cuStreamGetId)
 }
 
 int main() {
