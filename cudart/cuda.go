@@ -44,7 +44,8 @@ typedef struct rmmgo_cudart {
 	void *cudaStreamQuery;
 	void *cudaStreamWaitEvent;
 	void *cudaStreamGetId;
-	void *cuStreamGetId; // the driver's, when libcuda.so.1 has it; else NULL
+	void *cudaGetDriverEntryPointByVersion; // CUDA 12.5+; else NULL
+	void *cuStreamGetId; // the driver's, from the entry point above; else NULL
 	void *cudaEventCreateWithFlags;
 	void *cudaEventDestroy;
 	void *cudaEventRecord;
@@ -328,6 +329,18 @@ static inline uintptr_t rmmgo_addr_stream_get_id(uintptr_t tbl) {
 	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
 	return (uintptr_t)(t->cuStreamGetId != NULL ? t->cuStreamGetId : t->cudaStreamGetId);
 }
+// The driver function symbol in its ABI version, through the runtime; NULL
+// when it has none (symbol is freed here).
+static inline void *rmmgo_driver_entry(uintptr_t tbl, char *symbol, unsigned version) {
+	void *fn = NULL;
+	int32_t status = -1;
+	// Flags 0: cudaEnableDefault; status 0: cudaDriverEntryPointSuccess.
+	int32_t err = rmmgo_done(tbl, ((rmmgo_fn_cudaGetDriverEntryPointByVersion)((const rmmgo_cudart *)tbl)
+		->cudaGetDriverEntryPointByVersion)(symbol, &fn, version, 0, &status));
+	free(symbol);
+	return err == 0 && status == 0 ? fn : NULL;
+}
+
 // The runtime's cudaStreamGetId alone (tests compare it with the driver's).
 static inline rmmgo_u64_result rmmgo_stream_get_id_runtime(uintptr_t tbl, uintptr_t s) {
 	rmmgo_u64_result r = {0, 0};
@@ -681,6 +694,8 @@ func openRuntime(lib *dynLib) (*cudaRuntime, error) {
 	for sym, p := range syms {
 		if slot, ok := slots[sym]; ok {
 			*slot = p
+		} else if sym == "cudaGetDriverEntryPointByVersion" {
+			t.cudaGetDriverEntryPointByVersion = p // optional: not in slots
 		} else if !hintSymbols[sym] {
 			return nil, fmt.Errorf("cudart: internal error: no table slot for %s", sym)
 		}
@@ -720,11 +735,10 @@ func openRuntime(lib *dynLib) (*cudaRuntime, error) {
 			versionString(c.runtimeVersion), versionString(c.driverVersion), c.newError("cudaGetDeviceCount", code))
 	}
 	c.deviceCount = int(n.value)
-	// The runtime has loaded the driver by now (it counted the devices).
-	if drv, err := dlOpen("libcuda.so.1", dlNow|dlLocal|dlNoLoad); err == nil {
-		if p, err := drv.lookup("cuStreamGetId"); err == nil {
-			t.cuStreamGetId = p
-		}
+	// The driver's cuStreamGetId, through the runtime (which has the
+	// driver loaded by now: it counted the devices).
+	if t.cudaGetDriverEntryPointByVersion != nil {
+		t.cuStreamGetId = C.rmmgo_driver_entry(c.tbl, C.CString("cuStreamGetId"), versionStreamGetID)
 	}
 	loaded = true
 	return c, nil

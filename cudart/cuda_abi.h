@@ -101,6 +101,7 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttribut
 #define RMMGO_POOLPROPS struct cudaMemPoolProps
 #define RMMGO_PTRATTR struct cudaPointerAttributes
 #define RMMGO_CURESULT CUresult
+#define RMMGO_ENTRYSTATUS enum cudaDriverEntryPointQueryResult
 #else
 #define RMMGO_ERR rmmgo_cudaError_t
 #define RMMGO_DEVATTR rmmgo_cudaDeviceAttr
@@ -114,12 +115,16 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttribut
 #define RMMGO_POOLPROPS rmmgo_cudaMemPoolProps
 #define RMMGO_PTRATTR rmmgo_cudaPointerAttributes
 #define RMMGO_CURESULT int32_t /* CUresult, an enum: int-sized */
+#define RMMGO_ENTRYSTATUS int32_t /* enum cudaDriverEntryPointQueryResult */
 #endif
 
 /* Errors and versions. */
 typedef const char *(*rmmgo_fn_cudaGetErrorName)(RMMGO_ERR error);
 typedef const char *(*rmmgo_fn_cudaGetErrorString)(RMMGO_ERR error);
 typedef RMMGO_ERR (*rmmgo_fn_cudaGetLastError)(void);
+/* CUDA 12.5+: a driver function of the runtime's own driver, by ABI version. */
+typedef RMMGO_ERR (*rmmgo_fn_cudaGetDriverEntryPointByVersion)(const char *symbol, void **funcPtr,
+	unsigned int cudaVersion, unsigned long long flags, RMMGO_ENTRYSTATUS *driverStatus);
 typedef RMMGO_ERR (*rmmgo_fn_cudaPeekAtLastError)(void);
 typedef RMMGO_ERR (*rmmgo_fn_cudaRuntimeGetVersion)(int *runtimeVersion);
 typedef RMMGO_ERR (*rmmgo_fn_cudaDriverGetVersion)(int *driverVersion);
@@ -157,8 +162,8 @@ typedef RMMGO_ERR (*rmmgo_fn_cudaStreamSynchronize)(RMMGO_STREAM stream);
 typedef RMMGO_ERR (*rmmgo_fn_cudaStreamQuery)(RMMGO_STREAM stream);
 typedef RMMGO_ERR (*rmmgo_fn_cudaStreamWaitEvent)(RMMGO_STREAM stream, RMMGO_EVENT event, unsigned int flags);
 typedef RMMGO_ERR (*rmmgo_fn_cudaStreamGetId)(RMMGO_STREAM stream, unsigned long long *streamId);
-/* The driver's cuStreamGetId (libcuda.so.1, CUDA 12.0+; a CUstream is a
- * cudaStream_t): the same id, but the runtime's call takes a process-wide
+/* The driver's cuStreamGetId (CUDA 12.0+, found through
+ * cudaGetDriverEntryPointByVersion; a CUstream is a cudaStream_t): the same id, but the runtime's call takes a process-wide
  * lock (about 10 M calls/s from any number of threads on an H200 host) and
  * the driver's does not (390 M/s from 16 threads). */
 typedef RMMGO_CURESULT (*rmmgo_drvfn_cuStreamGetId)(RMMGO_STREAM hStream, unsigned long long *streamId);

@@ -36,6 +36,13 @@ const MinRuntimeVersion = 12000
 const (
 	versionLocationV2 = 12020 // cudaMemPrefetchAsync_v2 / cudaMemAdvise_v2 appear
 	versionLocation   = 13000 // the unsuffixed functions take a cudaMemLocation
+	// cudaGetDriverEntryPointByVersion appears: how the backend finds the
+	// driver's cuStreamGetId (driver functions come from the runtime in use,
+	// never from whatever libcuda the process has loaded).
+	versionDriverEntry = 12050
+	// The driver ABI version rmmgo asks cuStreamGetId in: the one it
+	// appeared in.
+	versionStreamGetID = 12000
 )
 
 // Decls returns every integer constant this package declares for CUDA (in
@@ -146,6 +153,10 @@ func Decls() []Decl {
 		{"MemoryTypeDevice", "cudaMemoryTypeDevice", int64(MemoryTypeDevice), 0},
 		{"MemoryTypeManaged", "cudaMemoryTypeManaged", int64(MemoryTypeManaged), 0},
 
+		// Driver entry points (cudaGetDriverEntryPointByVersion).
+		{"driverEntryEnableDefault", "cudaEnableDefault", int64(driverEntryEnableDefault), 0},
+		{"driverEntrySuccess", "cudaDriverEntryPointSuccess", int64(driverEntrySuccess), 0},
+
 		// Special device ids.
 		{"CPUDeviceID", "cudaCpuDeviceId", int64(CPUDeviceID), 0},
 		{"InvalidDeviceID", "cudaInvalidDeviceId", int64(InvalidDeviceID), 0},
@@ -217,5 +228,7 @@ func FuncDecls() []FuncDecl {
 		{Symbol: "cudaMemAdvise_v2", Type: "rmmgo_fn_cudaMemAdvise_location", Since: versionLocationV2, Before: versionLocation, Optional: true},
 
 		f("cudaPointerGetAttributes"),
+
+		{Symbol: "cudaGetDriverEntryPointByVersion", Type: "rmmgo_fn_cudaGetDriverEntryPointByVersion", Since: versionDriverEntry, Optional: true},
 	}
 }

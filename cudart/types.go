@@ -177,3 +177,10 @@ const (
 	CPUDeviceID     = -1 // cudaCpuDeviceId
 	InvalidDeviceID = -2 // cudaInvalidDeviceId
 )
+
+// cudaGetDriverEntryPointByVersion's flags and query results (the backend
+// uses no others).
+const (
+	driverEntryEnableDefault = 0 // cudaEnableDefault
+	driverEntrySuccess       = 0 // cudaDriverEntryPointSuccess
+)

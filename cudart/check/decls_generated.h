@@ -95,6 +95,8 @@ RMMGO_CHECK_CONST(cudaMemoryTypeUnregistered, 0, "MemoryTypeUnregistered")
 RMMGO_CHECK_CONST(cudaMemoryTypeHost, 1, "MemoryTypeHost")
 RMMGO_CHECK_CONST(cudaMemoryTypeDevice, 2, "MemoryTypeDevice")
 RMMGO_CHECK_CONST(cudaMemoryTypeManaged, 3, "MemoryTypeManaged")
+RMMGO_CHECK_CONST(cudaEnableDefault, 0, "driverEntryEnableDefault")
+RMMGO_CHECK_CONST(cudaDriverEntryPointSuccess, 0, "driverEntrySuccess")
 RMMGO_CHECK_CONST(cudaCpuDeviceId, -1, "CPUDeviceID")
 RMMGO_CHECK_CONST(cudaInvalidDeviceId, -2, "InvalidDeviceID")
 
@@ -159,3 +161,6 @@ RMMGO_CHECK_FUNC(cudaMemPrefetchAsync_v2, rmmgo_fn_cudaMemPrefetchAsync_location
 RMMGO_CHECK_FUNC(cudaMemAdvise_v2, rmmgo_fn_cudaMemAdvise_location)
 #endif
 RMMGO_CHECK_FUNC(cudaPointerGetAttributes, rmmgo_fn_cudaPointerGetAttributes)
+#if CUDART_VERSION >= 12050
+RMMGO_CHECK_FUNC(cudaGetDriverEntryPointByVersion, rmmgo_fn_cudaGetDriverEntryPointByVersion)
+#endif

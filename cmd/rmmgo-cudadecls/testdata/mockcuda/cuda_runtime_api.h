@@ -187,6 +187,13 @@ extern "C" {
 #define cudaMalloc cudaMalloc_v3
 #endif
 
+enum cudaGetDriverEntryPointFlags { cudaEnableDefault = 0, cudaEnableLegacyStream = 1 };
+enum cudaDriverEntryPointQueryResult { cudaDriverEntryPointSuccess = 0, cudaDriverEntryPointSymbolNotFound = 1 };
+#if MOCK_CUDART_VERSION >= 12050
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+	unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+#endif
+
 const char *cudaGetErrorName(cudaError_t error);
 const char *cudaGetErrorString(cudaError_t error);
 cudaError_t cudaGetLastError(void);
