@@ -74,6 +74,7 @@ rmm_status rmmgo_framework_deallocate(int which, uintptr_t param, uintptr_t ptr,
 /* A block taken out of the cache, to give back to its resource. */
 typedef struct rmmgo_tc_block {
   uint64_t handle;
+  uint64_t key; /* the stream key it is cached under */
   uintptr_t ptr;
   size_t size; /* the size it was allocated with from the resource */
 } rmmgo_tc_block;
@@ -100,6 +101,8 @@ RMMGO_INTERNAL void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_la
  * key `key` (orphans have no key and are left alone then). With drop_live,
  * the table also forgets the handle's live blocks. Returns a malloc'd array
  * the caller frees, and its length in *n (NULL and 0 when none). */
+/* For tests: runs the calling thread's exit handling of its cache now. */
+RMMGO_INTERNAL void rmmgo_tc_exit_mine(void);
 RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n);
 
 /* Takes the orphan list alone (as rmmgo_tc_collect returns blocks). */

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capi_internal.h"
 
@@ -451,6 +452,18 @@ static tc_cache* tc_list; /* every thread's cache, under tc_list_mu */
 static rmmgo_tc_block* tc_orphans;
 static size_t tc_norphans, tc_orphans_cap;
 static atomic_size_t tc_orphan_count;
+/* When a thread last left blocks there (CLOCK_MONOTONIC, ns). Orphans are
+ * given back to Go only once none arrived for TC_ORPHAN_WAIT_NS: until then
+ * a new thread on the same handle and stream adopts them (a thread pool
+ * that replaces its threads keeps its caches). */
+static _Atomic int64_t tc_orphaned_ns;
+#define TC_ORPHAN_WAIT_NS ((int64_t)100 * 1000 * 1000)
+
+static int64_t tc_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static __thread tc_cache* tc_mine;
 static pthread_key_t tc_key;
@@ -564,7 +577,8 @@ static bool tc_stack_room(tc_stack* st) {
 
 /* Moves every block of pair p into out (grown as needed), forgetting them
  * in the table. Stops early (leaving the rest cached) if out cannot grow. */
-static bool tc_out_push(rmmgo_tc_block** out, size_t* n, size_t* cap, uint64_t h, uintptr_t ptr, size_t size) {
+static bool tc_out_push(rmmgo_tc_block** out, size_t* n, size_t* cap, uint64_t h, uint64_t key, uintptr_t ptr,
+                        size_t size) {
   if (*n == *cap) {
     size_t nc = *cap == 0 ? 64 : *cap * 2;
     rmmgo_tc_block* o = realloc(*out, nc * sizeof *o);
@@ -575,6 +589,7 @@ static bool tc_out_push(rmmgo_tc_block** out, size_t* n, size_t* cap, uint64_t h
     *cap = nc;
   }
   (*out)[*n].handle = h;
+  (*out)[*n].key = key;
   (*out)[*n].ptr = ptr;
   (*out)[*n].size = size;
   (*n)++;
@@ -587,7 +602,7 @@ static void tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* ca
     size_t size = tc_pair_class_size(p, k);
     while (st->n > 0) {
       uintptr_t b = st->v[st->n - 1];
-      if (!tc_out_push(out, n, cap, p->handle, b, size)) {
+      if (!tc_out_push(out, n, cap, p->handle, p->key, b, size)) {
         return;
       }
       st->n--;
@@ -619,6 +634,7 @@ static void tc_thread_exit(void* arg) {
     }
   }
   atomic_store(&tc_orphan_count, tc_norphans);
+  atomic_store(&tc_orphaned_ns, tc_now_ns());
   if (c->prev != NULL) {
     c->prev->next = c->next;
   } else {
@@ -643,6 +659,15 @@ static void tc_thread_exit(void* arg) {
   free(c);
 }
 
+/* For tests: what the calling thread's exit does to its cache, now. */
+void rmmgo_tc_exit_mine(void) {
+  tc_cache* c = tc_mine;
+  if (c != NULL) {
+    (void)pthread_setspecific(tc_key, NULL);
+    tc_thread_exit(c);
+  }
+}
+
 /* -------------------------------------------------------------- flushes */
 
 rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n) {
@@ -664,7 +689,7 @@ rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int 
     size_t kept = 0;
     for (size_t i = 0; i < tc_norphans; i++) {
       rmmgo_tc_block b = tc_orphans[i];
-      if ((handle == 0 || b.handle == handle) && tc_out_push(&out, &cnt, &cap, b.handle, b.ptr, b.size)) {
+      if ((handle == 0 || b.handle == handle) && tc_out_push(&out, &cnt, &cap, b.handle, b.key, b.ptr, b.size)) {
         tc_forget(b.ptr);
       } else {
         tc_orphans[kept++] = b;
@@ -798,9 +823,72 @@ static const char* tc_kind_name(int kind) {
 static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1)) == 0; }
 
 static inline void tc_drain_orphans_if_any(void) {
-  if (atomic_load_explicit(&tc_orphan_count, memory_order_relaxed) != 0) {
+  if (atomic_load_explicit(&tc_orphan_count, memory_order_relaxed) != 0 &&
+      tc_now_ns() - atomic_load_explicit(&tc_orphaned_ns, memory_order_relaxed) > TC_ORPHAN_WAIT_NS) {
     rmmgo_go_drain_orphans();
   }
+}
+
+/* A miss with orphans about: takes the orphans of (h, key) -- blocks an
+ * exited thread freed on this very stream (its key: the legacy default
+ * stream, or a created stream, whose ids are never reused), so later work on
+ * the stream may reuse them at once -- into the caller's pair, up to its
+ * share. Their table entries are CACHED already. What does not fit goes
+ * back to the orphan list. Takes no lock while holding another. Returns
+ * whether it adopted anything. */
+static bool tc_adopt(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, size_t fixed) {
+  rmmgo_tc_block* mine = NULL;
+  size_t n = 0, cap = 0;
+  pthread_mutex_lock(&tc_list_mu);
+  for (size_t i = 0; i < tc_norphans;) {
+    rmmgo_tc_block b = tc_orphans[i];
+    if (b.handle == h && b.key == key && tc_out_push(&mine, &n, &cap, b.handle, b.key, b.ptr, b.size)) {
+      tc_orphans[i] = tc_orphans[--tc_norphans];
+    } else {
+      i++;
+    }
+  }
+  atomic_store(&tc_orphan_count, tc_norphans);
+  pthread_mutex_unlock(&tc_list_mu);
+  if (n == 0) {
+    free(mine);
+    return false;
+  }
+  size_t back = 0, adopted = 0;
+  tc_lock(&c->lock);
+  tc_pair* p = tc_alive(ms, h) ? tc_pair_for(c, h, key, fixed) : NULL;
+  size_t limit = p != NULL ? tc_pair_bytes(ms) : 0;
+  for (size_t i = 0; i < n; i++) {
+    int k;
+    size_t size;
+    tc_stack* st = NULL;
+    if (p != NULL && tc_classify(ms, mine[i].size, &k, &size) && size == mine[i].size) {
+      st = &p->cls[k];
+    }
+    if (st != NULL && p->bytes + size <= limit && tc_stack_room(st)) {
+      st->v[st->n++] = mine[i].ptr;
+      p->bytes += size;
+      p->blocks++;
+      adopted++;
+    } else {
+      mine[back++] = mine[i];
+    }
+  }
+  tc_unlock(&c->lock);
+  if (back > 0) {
+    pthread_mutex_lock(&tc_list_mu);
+    for (size_t i = 0; i < back; i++) {
+      if (!tc_out_push(&tc_orphans, &tc_norphans, &tc_orphans_cap, mine[i].handle, mine[i].key, mine[i].ptr,
+                       mine[i].size)) {
+        /* No host memory: the block stays allocated in its resource
+         * until it closes (and its table entry until then). */
+      }
+    }
+    atomic_store(&tc_orphan_count, tc_norphans);
+    pthread_mutex_unlock(&tc_list_mu);
+  }
+  free(mine);
+  return adopted > 0;
 }
 
 /* A miss: one crossing allocates a batch of the class; the first block is
@@ -891,6 +979,8 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
     return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
   }
   size_t fixed = atomic_load_explicit(&ms->kind, memory_order_relaxed) == RMMGO_TC_FIXED_SIZE ? size : 0;
+  bool adopted = false;
+again:
   tc_lock(&c->lock);
   tc_pair* p = NULL;
   if (!tc_alive(ms, h) || (p = tc_pair_for(c, h, key, fixed)) == NULL) {
@@ -919,6 +1009,14 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
     return RMM_SUCCESS;
   }
   tc_unlock(&c->lock);
+  /* Before a crossing: what an exited thread cached on this handle and
+   * stream (once per call). */
+  if (!adopted && atomic_load_explicit(&tc_orphan_count, memory_order_relaxed) != 0) {
+    adopted = true;
+    if (tc_adopt(c, ms, h, key, fixed)) {
+      goto again;
+    }
+  }
   return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, ptr);
 }
 

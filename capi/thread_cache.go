@@ -268,6 +268,11 @@ func tcUnusedBytes(e *entry) uintptr {
 	return uintptr(cached) + uintptr(rounding)
 }
 
+// tcExitMine hands the calling thread's cache to the orphan list, as the
+// thread's exit would (for tests; the goroutine must be locked to its
+// thread).
+func tcExitMine() { C.rmmgo_tc_exit_mine() }
+
 // tcCounts reports what the table and caches hold (for tests).
 func tcCounts() (live, cached, orphans, caches int) {
 	var l, c, o, k C.size_t

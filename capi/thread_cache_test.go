@@ -282,3 +282,50 @@ func TestThreadCacheFutileFlushQuiets(t *testing.T) {
 	_, cached, _, _ = tcCounts()
 	assert.Zero(t, cached, "after the quiet time a failure flushes again")
 }
+
+// A thread that exits leaves its cache to the orphan list; a new thread on
+// the same handle and stream adopts it on its first miss instead of giving
+// it back to Go (which costs a device synchronization); another stream's
+// pair does not take it.
+func TestThreadCacheOrphansAdopted(t *testing.T) {
+	requireCache(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_, e := newPoolEntry(t, 0)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	freed := map[unsafe.Pointer]bool{}
+	ps := make([]unsafe.Pointer, 40)
+	for i := range ps {
+		require.Equal(t, statusSuccess, rmm_allocate(h, nil, 3000, 256, &ps[i]), lastMessage())
+	}
+	for _, p := range ps {
+		require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 3000, 256), lastMessage())
+		freed[p] = true
+	}
+	_, cachedBefore, _, _ := tcCounts()
+	tcExitMine() // as if this thread exited
+	_, cached, orphans, _ := tcCounts()
+	require.Positive(t, orphans)
+	assert.Equal(t, cachedBefore, cached, "orphans stay CACHED in the table: a free of one is a double free")
+	assert.Equal(t, statusInvalidPointer, rmm_deallocate(h, nil, ps[0], 3000, 256), "double free of an orphan")
+
+	// Another stream's pair leaves them alone.
+	r, err := cudart.Default()
+	require.NoError(t, err)
+	s, err := r.StreamCreate(cudart.StreamFlagNonBlocking)
+	require.NoError(t, err)
+	var q unsafe.Pointer
+	require.Equal(t, statusSuccess, rmm_allocate(h, toStream(uintptr(s)), 3000, 256, &q), lastMessage())
+	_, _, o2, _ := tcCounts()
+	assert.Equal(t, orphans, o2, "a pair of another stream adopts nothing")
+	require.Equal(t, statusSuccess, rmm_deallocate(h, toStream(uintptr(s)), q, 3000, 256), lastMessage())
+	require.Equal(t, statusSuccess, rmm_stream_destroy(toStream(uintptr(s))), lastMessage())
+
+	// The "new thread" (a fresh cache on this one) on the default stream.
+	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 2900, 256, &q), lastMessage())
+	_, _, o3, _ := tcCounts()
+	assert.Zero(t, o3, "the same handle and stream adopt every orphan")
+	assert.True(t, freed[q], "the allocation is served from the adopted blocks")
+	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, q, 2900, 256), lastMessage())
+}
