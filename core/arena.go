@@ -401,6 +401,7 @@ func (a *Arena) drain(l *arenaList, s Stream, ordered bool) error {
 			kept = append(kept, r)
 			continue
 		}
+		r.st.inflight.Add(-1)
 		sb := a.superblockAt(r.ptr)
 		i := int(r.ptr-sb.base) >> unitShift
 		setBits(&sb.start, i, 1, false)
@@ -815,6 +816,10 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		}
 		setBits(&sb.pending, i, 1, true)
 		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.st, seq: sl.st.epoch.Load()})
+		// The freeing stream must outlive the entry: the sweep would forget
+		// it (destroying the event drain waits on) once its own lists are
+		// empty. Dropped when drain takes the entry.
+		sl.st.inflight.Add(1)
 		l.mu.Unlock()
 		// A record made now covers this free too.
 		a.eng.maybeSettle(sl, stream)

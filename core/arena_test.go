@@ -355,3 +355,57 @@ func TestArenaStreamChurn(t *testing.T) {
 	require.NoError(t, err, "the superblocks came back")
 	require.NoError(t, a.Deallocate(DefaultStream, p, 6*superblockSize, 256))
 }
+
+// TestArenaSweepKeepsStreamsWithQueuedFrees: a free made on stream S into a
+// superblock of another stream's list waits in that list until drained, and
+// drain waits on S's event. The sweep must not forget S (destroying that
+// event) while such a free is queued, even when S's own lists hold nothing.
+// Seen once under -race in CI as "waiting on another stream's event: ...
+// event 0x0 does not exist".
+func TestArenaSweepKeepsStreamsWithQueuedFrees(t *testing.T) {
+	r0 := testRuntime(t)
+	up := newCountingUpstream(t)
+	a := oneShard(t, func() (*Arena, error) { return NewArena(up, ArenaOptions{ArenaSize: 8 * superblockSize}) })
+	defer a.Close()
+	owner, freer := newStream(t, r0), newStream(t, r0)
+	p, err := a.Allocate(owner, 100<<10, 256)
+	require.NoError(t, err)
+	// The freeing stream has a list of its own, which holds nothing once
+	// reclaim gives its wholly free superblock back (too few streams yet for
+	// reclaim's own sweep to drop it).
+	q, err := a.Allocate(freer, 100<<10, 256)
+	require.NoError(t, err)
+	require.NoError(t, a.Deallocate(freer, q, 100<<10, 256))
+	require.NoError(t, a.reclaim())
+	require.NoError(t, a.Deallocate(freer, p, 100<<10, 256)) // queued in owner's list
+	sl, err := a.eng.lookup(freer)
+	require.NoError(t, err)
+	st := sl.st
+	st.mu.Lock()
+	_, err = a.eng.recordLocked(st, freer) // the record that covers the free
+	st.mu.Unlock()
+	require.NoError(t, err)
+	// Enough streams for the sweep to run.
+	for i := 0; i < 2*smallStreams; i++ {
+		_, err := a.eng.lookup(newStream(t, r0))
+		require.NoError(t, err)
+	}
+	ls := a.eng.lockAll()
+	a.eng.sweep(ls, nil)
+	unlockAll(ls)
+	st.mu.Lock()
+	ev := st.event
+	st.mu.Unlock()
+	assert.NotZero(t, ev, "the freeing stream's event outlives its queued free")
+
+	osl, err := a.eng.lookup(owner)
+	require.NoError(t, err)
+	l := a.eng.list(osl, 0)
+	l.mu.Lock()
+	err = a.drain(l, owner, true)
+	n := len(l.remote)
+	l.mu.Unlock()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the queued free was taken back")
+	assert.Zero(t, st.inflight.Load())
+}

@@ -101,8 +101,10 @@ type streamState struct {
 	// lists. Never set for the legacy default stream.
 	wanted atomic.Bool
 	// inflight counts blocks taken from this stream's lists by other
-	// streams that are not ordered after it yet; sweep keeps the stream
-	// while it is not 0. Raised under the list's lock.
+	// streams that are not ordered after it yet, and the arena's queued
+	// frees made on this stream into other streams' superblocks; sweep keeps
+	// the stream (and the event those wait on) while it is not 0. Raised
+	// under the list's lock.
 	inflight atomic.Int32
 
 	mu     sync.Mutex
