@@ -12,7 +12,7 @@ mkdir -p "$B"/{lib,bin,c,include,cudart/check,python,bench,testdata}
 make lib
 cp build/librmmgo.so "$B/lib/"
 if make -n torch-shim >/dev/null 2>&1; then make torch-shim && cp build/librmmgo_torch.so "$B/lib/" || true; fi
-cp include/*.h include/*.hpp "$B/include/" 2>/dev/null || cp include/*.h "$B/include/"
+cp -r include/. "$B/include/"  # rmmgo.h, rmmgo.hpp and the rmmgo/*.hpp it includes
 
 # Go test binaries (run there with RMMGO_BACKEND=cuda).
 for p in cudart core capi; do
