@@ -33,6 +33,12 @@ for f in examples/c/*.c tests/c/*.c; do
 done
 cp tests/c/check-exports.sh "$B/c/"
 
+# The stress program (tests/stress), for run.sh's stress and sanitizer sections.
+mkdir -p "$B/stress"
+cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude tests/stress/rmmgo_stress.c -o "$B/stress/rmmgo_stress" \
+   -L"$B/lib" -lrmmgo -lpthread -Wl,-rpath,'$ORIGIN/../lib'
+make -s stress-bundle-files STRESS_BUNDLE="$B/stress"
+
 # The CUDA declaration check is compiled there, by nvcc, against the real headers.
 cp -r cudart/check/. "$B/cudart/check/"
 cp cudart/cuda_abi.h "$B/cudart/"
