@@ -1,7 +1,8 @@
 /*
- * random_allocations.c -- the shared random-allocations workload
- * (shared/bench/random-allocations.md) through rmmgo.h, with cudaMalloc /
- * cudaFree and cudaMallocAsync / cudaFreeAsync measured in the same run.
+ * random_allocations.c -- the random-allocations workload (its definition:
+ * bench/README.md, "The random-allocations workload") through rmmgo.h, with
+ * cudaMalloc / cudaFree and cudaMallocAsync / cudaFreeAsync measured in the
+ * same run.
  *
  * Each thread runs its own copy of RMM's RANDOM_ALLOCATIONS loop on one
  * shared resource: 2 * num_allocations steps; each step draws a size
@@ -864,7 +865,7 @@ int main(int argc, char** argv) {
          backend);
   printf("- CUDA runtime %d.%d, driver %d.%d%s%s\n", rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10,
          cu.loaded ? "; baselines through " : "", cu.loaded ? cu.library : "");
-  printf("- workload: shared/bench/random-allocations.md; %d timed repetition(s) (median), %d warm-up; seed %" PRIu64
+  printf("- workload: random allocations (bench/README.md); %d timed repetition(s) (median), %d warm-up; seed %" PRIu64
          " + thread index\n",
          opt.reps, opt.warmup, opt.seed);
   char mu[64];

@@ -12,7 +12,7 @@ mkdir -p "$B"/{lib,bin,c,include,cudart/check,python,bench,testdata}
 make lib
 cp build/librmmgo.so "$B/lib/"
 if make -n torch-shim >/dev/null 2>&1; then make torch-shim && cp build/librmmgo_torch.so "$B/lib/" || true; fi
-cp include/*.h include/*.hpp "$B/include/" 2>/dev/null || cp include/*.h "$B/include/"
+cp -r include/. "$B/include/"  # rmmgo.h, rmmgo.hpp and the rmmgo/*.hpp it includes
 
 # Go test binaries (run there with RMMGO_BACKEND=cuda).
 for p in cudart core capi; do
@@ -32,6 +32,12 @@ for f in examples/c/*.c tests/c/*.c; do
      -L"$B/lib" -lrmmgo -lpthread -Wl,-rpath,'$ORIGIN/../lib'
 done
 cp tests/c/check-exports.sh "$B/c/"
+
+# The stress program (tests/stress), for run.sh's stress and sanitizer sections.
+mkdir -p "$B/stress"
+cc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude tests/stress/rmmgo_stress.c -o "$B/stress/rmmgo_stress" \
+   -L"$B/lib" -lrmmgo -lpthread -Wl,-rpath,'$ORIGIN/../lib'
+make -s stress-bundle-files STRESS_BUNDLE="$B/stress"
 
 # The CUDA declaration check is compiled there, by nvcc, against the real headers.
 cp -r cudart/check/. "$B/cudart/check/"

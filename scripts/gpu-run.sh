@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every rmmgo test against the real GPU. Usage: run.sh [REPORT_DIR] [SECTION...]
-# Sections: env check go race c cpp python replay bench (default: all but bench).
+# Sections: env check go race c cpp python replay stress sanitizer bench (default: all but bench).
 # Writes REPORT_DIR/report.md and one log per section; exit 0 only if all passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPORT=${1:-$HERE/report}; shift || true
-SECTIONS=${*:-env check go race c cpp python replay}
+SECTIONS=${*:-env check go race c cpp python replay stress sanitizer}
 mkdir -p "$REPORT"
 export RMMGO_BACKEND=cuda
 export LD_LIBRARY_PATH="$HERE/lib:${LD_LIBRARY_PATH:-}"
@@ -73,6 +73,27 @@ sec_replay() {
     echo "### replay -r $r"
     "$HERE/bin/rmmgo-replay" -f "$f" -r "$r" -plot "$REPORT/replay-$r.png" || return 1
   done
+}
+# The stress program at full size, each part in its own process; the bugs
+# listed in stress/known-bugs are reported without failing (mk/stress.mk).
+sec_stress() {
+  ( cd "$REPORT" && "$HERE/stress/rmmgo_stress" --isolate --known-bugs="$(cat "$HERE/stress/known-bugs")" ${STRESS_ARGS:-} )
+}
+# compute-sanitizer memcheck (leak check on, CUDA API errors not counted: the
+# tests make them on purpose) over the C tests and a short stress run.
+sec_sanitizer() {
+  local cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)} t rc=0
+  [ -x "$cs" ] || { echo "compute-sanitizer not found: set COMPUTE_SANITIZER"; return 1; }
+  for t in "$HERE"/c/* "$HERE/stress/rmmgo_stress"; do
+    [ -x "$t" ] && [ -f "$t" ] || continue
+    case "$t" in *.sh|*bench*) continue;; esac
+    local args=()
+    [ "$(basename "$t")" = rmmgo_stress ] && args=($(cat "$HERE/stress/sanitizer-args") --known-bugs="$(cat "$HERE/stress/known-bugs")")
+    echo "### $(basename "$t")"
+    ( cd "$REPORT" && "$cs" --tool memcheck --leak-check full --report-api-errors no --target-processes application-only \
+        --error-exitcode 99 "$t" "${args[@]}" ) || { echo "FAILED: $(basename "$t")"; rc=1; }
+  done
+  return $rc
 }
 sec_bench() { "$HERE/bench/random_allocations" ${BENCH_ARGS:-}; }
 

@@ -1,6 +1,7 @@
 // Package workload implements the random-allocations workload that every
-// allocator benchmark of rmmgo reports (docs: shared/bench/random-
-// allocations.md), the same shape as RMM's RANDOM_ALLOCATIONS benchmark:
+// allocator benchmark of rmmgo reports (its definition: bench/README.md,
+// "The random-allocations workload"), the same shape as RMM's
+// RANDOM_ALLOCATIONS benchmark:
 //
 //   - NumAllocations allocations in all; the loop runs 2*NumAllocations
 //     steps.

@@ -11,6 +11,7 @@
 #      toolkit's real CCCL), on the GPU
 #   3. cccl_test.cu with nvcc: concepts, resource_ref / any_resource,
 #      thrust containers and algorithms over every class, on the GPU
+#   3b. each topic header (include/rmmgo/*.hpp) alone with nvcc, CCCL on
 #   4. (optional, not counted) cccl_test.cu with -DRMMGO_TEST_CUDAX: the owning
 #      wrapper from cudax, for CCCL older than 3.2 whose libcu++ lacks
 #      cuda::mr::any_resource; skipped when cudax is not installed
@@ -66,6 +67,21 @@ step "api_test: nvcc, CCCL on" bash -c "
 step "cccl_test: nvcc" bash -c "
   $NVCC -std=c++17 -O2 $NVCC_ARCH -Xcompiler=-Wall,-Wextra -Iinclude tests/cpp/cccl_test.cu \
     -o $OUT/cccl_test -L$BUILD -lrmmgo -Xlinker -rpath -Xlinker $PWD/$BUILD && $OUT/cccl_test"
+
+# Each topic header alone, as <rmmgo/NAME.hpp>, against the real CCCL (make
+# test-cpp-headers does this with g++ and fake_cccl).
+headers_alone() {
+  local h n=0
+  for h in include/rmmgo/*.hpp; do
+    h=$(basename "$h")
+    printf '#include <rmmgo/%s>\n#if !RMMGO_HAS_CCCL\n#error "CCCL is off"\n#endif\n' "$h" >"$OUT/alone_${h%.hpp}.cu"
+    $NVCC -std=c++17 $NVCC_ARCH -Xcompiler=-Wall,-Wextra -Iinclude -c "$OUT/alone_${h%.hpp}.cu" \
+      -o "$OUT/alone_${h%.hpp}.o" || { echo "rmmgo/$h does not compile alone with nvcc"; return 1; }
+    n=$((n + 1))
+  done
+  echo "$n topic headers compile alone with nvcc"
+}
+step "topic headers alone: nvcc, CCCL on" headers_alone
 
 echo
 echo "== cccl_test with cudax (optional)"

@@ -1,6 +1,6 @@
 /*
  * A stand-in for <cuda_runtime_api.h>, written for rmmgo's tests from
- * /work/shared/reference/cuda-runtime-facts.md: just enough for
+ * CUDA's documented declarations: just enough for
  * cudart/check/decl_check.cpp to compile, so that the checker itself is
  * tested where no CUDA toolkit is installed. It is not CUDA's header.
  *
