@@ -28,9 +28,14 @@ all: lib
 
 lib: $(LIB)
 
-$(LIB): $(GO_SOURCES) include/rmmgo.h
+# capi/librmmgo.map keeps every symbol but the header's rmm_* functions
+# out of the dynamic symbol table (tests/c/check-exports.sh checks it).
+EXPORTS_MAP := capi/librmmgo.map
+
+$(LIB): $(GO_SOURCES) include/rmmgo.h $(EXPORTS_MAP)
 	@mkdir -p $(BUILD)
-	$(GO) build $(GOFLAGS) -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,librmmgo.so -o $(LIB) ./capi
+	$(GO) build $(GOFLAGS) -buildmode=c-shared \
+	  -ldflags=-extldflags=-Wl,-soname,librmmgo.so,--version-script,$(abspath $(EXPORTS_MAP)) -o $(LIB) ./capi
 	@rm -f $(BUILD)/librmmgo.h  # cgo's header is internal; include/rmmgo.h is the public one
 
 backend-note:

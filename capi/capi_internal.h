@@ -29,15 +29,26 @@ typedef const void* rmmgo_const_voidp;
 /* The calling thread's last error message (errors.c). */
 RMMGO_INTERNAL void rmmgo_set_message(const char* msg, size_t len);
 
-/* RMM's class name for a kind ("pool_memory_resource"), a static string;
- * NULL for a kind that has none (errors.c). */
-RMMGO_INTERNAL const char* rmmgo_kind_class_name(int kind);
-
-/* The option defaults rmm_resource_options_init sets (errors.c). */
+/* The option defaults rmm_resource_options_init sets (options.c). */
 RMMGO_INTERNAL void rmmgo_options_defaults(rmm_resource_options* options);
 
+/* Structures that carry their size: the smallest struct_size a caller can
+ * have is that of the structure's first published version (0.1: everything
+ * up to its last field); fields added later go at the end. No structure is
+ * larger than RMMGO_STRUCT_SIZE_MAX, so a larger struct_size is a field that
+ * was never set, and is refused before anything is read or written. */
+#define RMMGO_OPTIONS_MIN_SIZE (offsetof(rmm_resource_options, failure_arg) + sizeof(void*))
+#define RMMGO_STATISTICS_MIN_SIZE (offsetof(rmm_statistics, count) + sizeof(rmm_counter))
+#define RMMGO_STRUCT_SIZE_MAX 4096
+
+/* Checks a struct_size against that rule: 1 when it holds; otherwise 0, after
+ * setting the thread's message "fn: field is N, ...: how" (fn is fn_len
+ * bytes, not NUL-terminated). options.c. */
+RMMGO_INTERNAL int rmmgo_check_struct_size(const char* fn, size_t fn_len, const char* field, size_t size, size_t min,
+                                           const char* how);
+
 /* Static strings for the backend names: "cuda", or "simulated" when
- * simulated is nonzero (errors.c). */
+ * simulated is nonzero (backend.c). */
 RMMGO_INTERNAL const char* rmmgo_backend_string(int simulated);
 
 /* Trampolines that call user callbacks (callbacks.c). Pointers cross as

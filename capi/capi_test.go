@@ -134,10 +134,13 @@ func TestMessagesArePerThread(t *testing.T) {
 func TestKindsAreAllNamed(t *testing.T) {
 	for _, k := range kindTable {
 		assert.NotEmpty(t, k.name)
-		assert.Equal(t, k.kind, kindByName[k.name])
-		assert.NotNil(t, className(&namedKind{fakeResource{name: k.name}}), k.name)
+		assert.NotNil(t, k.make, k.name)
+		assert.Equal(t, k.kind, kindsByName[k.name].kind)
+		assert.Equal(t, k.name, kindsByEnum[k.kind].name)
+		assert.Equal(t, k.class, goString(className(&namedKind{fakeResource{name: k.name}})), k.name)
 	}
-	assert.Len(t, kindByName, 21)
+	assert.Len(t, kindsByName, 21)
+	assert.Len(t, kindsByEnum, 21)
 	// A Go resource with a kind of its own still has a name.
 	assert.Equal(t, "mine", goString(className(&namedKind{fakeResource{name: "mine"}})))
 }

@@ -1,18 +1,46 @@
 // Command capi is the C ABI of rmmgo: built with
 //
-//	go build -buildmode=c-shared -o build/librmmgo.so ./capi
+//	go build -buildmode=c-shared -ldflags=-extldflags=-Wl,--version-script=capi/librmmgo.map -o build/librmmgo.so ./capi
 //
-// it is librmmgo.so, whose interface include/rmmgo.h declares. Every function
-// of that header is here, either as an exported Go function over package
-// core or, where no Go is needed (status names, the version, the thread's
-// last error message, option defaults), in plain C (errors.c).
+// (the Makefile's lib target and CMakeLists.txt do this) it is
+// librmmgo.so, whose interface include/rmmgo.h declares. The version script
+// keeps every symbol but the header's rmm_* functions out of the library's
+// dynamic symbol table; tests/c/check-exports.sh checks that the table is
+// exactly the header's functions.
+//
+// Where each function of the header lives:
+//
+//   - errors.c: rmm_last_error_message and rmm_status_string, in C so that
+//     they never cross into Go; errors.go maps core's errors to statuses and
+//     sets the calling thread's message.
+//   - version.c: rmm_version and rmm_version_number.
+//   - options.c: rmm_resource_options_init_sized and the option defaults
+//     (their one definition), and the struct_size rule of every structure
+//     that carries its size.
+//   - kinds.go: the table of resource kinds (name, RMM class name,
+//     constructor and option validation), read by creation and by the name
+//     queries; callbacks.go and callbacks.c: the callback and
+//     failure_callback kinds over the caller's C functions.
+//   - resources.go: rmm_resource_create, retain and release,
+//     rmm_allocate_sync and the queries every resource answers.
+//   - thread_cache.c: rmm_allocate, rmm_deallocate and rmm_deallocate_sync,
+//     served from a per-thread cache of blocks (docs/thread-cache.md), with
+//     their uncached Go halves in thread_cache.go.
+//   - per_kind.go: the calls particular to one kind (rmm_pool_size,
+//     rmm_statistics_get, ...).
+//   - per_device.go: the current resource of each device.
+//   - backend.go and backend.c: the backend, devices, streams, copies and
+//     fills; runtime.go: the CUDA runtime and device checks they share.
+//   - framework.c: the CuPy and PyTorch allocator entry points, which return
+//     no status, over their Go halves in framework.go.
 //
 // Handles are numbers looked up in one process-wide registry (registry.go):
 // slot index, generation and a per-process tag, checked on every lookup with
 // atomic loads only, so forged, stale and released handles are refused
 // without being followed and the allocation path takes no lock. Handles are
 // reference counted; adaptors and sub-allocators hold their upstream's
-// handle and per-device slots set from C hold their resource's.
+// handle, binning resources their bins', and per-device slots set from C
+// their resource's.
 //
 // Every exported function validates its arguments, recovers panics (they
 // become RMM_ERROR_INTERNAL with the place they happened), maps core's

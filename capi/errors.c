@@ -1,7 +1,8 @@
 /*
- * errors.c -- the C half of the C ABI: the per-thread error message, status
- * names, the version, option defaults and kind names. Everything here is
- * plain C so that these calls never cross into Go.
+ * errors.c -- the calling thread's last error message and the names of the
+ * statuses. Plain C, so that rmm_last_error_message and rmm_status_string
+ * never cross into Go; Go sets the message through rmmgo_set_message
+ * (errors.go).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -81,95 +82,3 @@ const char* rmm_status_string(rmm_status status) {
   }
   return "RMM_ERROR_UNKNOWN_STATUS";
 }
-
-/* --------------------------------------------------------------- version */
-
-const char* rmm_version(void) { return RMMGO_VERSION_STRING; }
-
-int rmm_version_number(void) { return RMMGO_VERSION_NUMBER; }
-
-/* --------------------------------------------------------------- options */
-
-void rmmgo_options_defaults(rmm_resource_options* o) {
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->upstream = NULL;
-  o->initial_pool_size = RMM_SIZE_DEFAULT;
-  o->maximum_pool_size = RMM_SIZE_DEFAULT;
-  o->release_threshold = RMM_SIZE_DEFAULT;
-  o->export_handle_types = RMM_MEM_HANDLE_NONE;
-  o->pool_handle = NULL;
-  o->headroom = 0;
-  o->arena_size = RMM_SIZE_DEFAULT;
-  o->dump_log_on_failure = 0;
-  o->block_size = RMM_SIZE_DEFAULT;
-  o->blocks_to_preallocate = RMM_SIZE_DEFAULT;
-  o->min_size_exponent = -1;
-  o->max_size_exponent = -1;
-  o->alignment = RMM_DEFAULT_ALIGNMENT;
-  o->alignment_threshold = 0;
-  /* No default limit: a limiting adaptor must be told its limit. */
-  o->allocation_limit = RMM_SIZE_DEFAULT;
-  o->log_file = NULL;
-  o->auto_flush = 0;
-  o->capture_stacks = 0;
-  o->allocate_callback = NULL;
-  o->deallocate_callback = NULL;
-  o->allocate_arg = NULL;
-  o->deallocate_arg = NULL;
-  o->failure_callback = NULL;
-  o->failure_arg = NULL;
-}
-
-rmm_status rmm_resource_options_init_sized(rmm_resource_options* options, size_t struct_size) {
-  if (options == NULL) {
-    static const char msg[] = "rmm_resource_options_init: options is NULL";
-    rmmgo_set_message(msg, sizeof msg - 1);
-    return RMM_ERROR_INVALID_ARGUMENT;
-  }
-  if (struct_size < sizeof(size_t) + sizeof(rmm_resource_t)) {
-    static const char msg[] =
-        "rmm_resource_options_init: struct_size is too small for an rmm_resource_options";
-    rmmgo_set_message(msg, sizeof msg - 1);
-    return RMM_ERROR_INVALID_ARGUMENT;
-  }
-  rmm_resource_options defaults;
-  memset(&defaults, 0, sizeof defaults);
-  rmmgo_options_defaults(&defaults);
-  size_t n = struct_size < sizeof defaults ? struct_size : sizeof defaults;
-  memset(options, 0, struct_size);
-  memcpy(options, &defaults, n);
-  options->struct_size = n;
-  return RMM_SUCCESS;
-}
-
-/* ------------------------------------------------------------ kind names */
-
-const char* rmmgo_kind_class_name(int kind) {
-  switch ((rmm_resource_kind)kind) {
-    case RMM_RESOURCE_CUDA: return "cuda_memory_resource";
-    case RMM_RESOURCE_MANAGED: return "managed_memory_resource";
-    case RMM_RESOURCE_PINNED_HOST: return "pinned_host_memory_resource";
-    case RMM_RESOURCE_SYSTEM: return "system_memory_resource";
-    case RMM_RESOURCE_SAM_HEADROOM: return "sam_headroom_memory_resource";
-    case RMM_RESOURCE_CUDA_ASYNC: return "cuda_async_memory_resource";
-    case RMM_RESOURCE_CUDA_ASYNC_VIEW: return "cuda_async_view_memory_resource";
-    case RMM_RESOURCE_CUDA_ASYNC_MANAGED: return "cuda_async_managed_memory_resource";
-    case RMM_RESOURCE_POOL: return "pool_memory_resource";
-    case RMM_RESOURCE_ARENA: return "arena_memory_resource";
-    case RMM_RESOURCE_FIXED_SIZE: return "fixed_size_memory_resource";
-    case RMM_RESOURCE_BINNING: return "binning_memory_resource";
-    case RMM_RESOURCE_ALIGNED: return "aligned_resource_adaptor";
-    case RMM_RESOURCE_CALLBACK: return "callback_memory_resource";
-    case RMM_RESOURCE_FAILURE_CALLBACK: return "failure_callback_resource_adaptor";
-    case RMM_RESOURCE_LIMITING: return "limiting_resource_adaptor";
-    case RMM_RESOURCE_LOGGING: return "logging_resource_adaptor";
-    case RMM_RESOURCE_PREFETCH: return "prefetch_resource_adaptor";
-    case RMM_RESOURCE_STATISTICS: return "statistics_resource_adaptor";
-    case RMM_RESOURCE_THREAD_SAFE: return "thread_safe_resource_adaptor";
-    case RMM_RESOURCE_TRACKING: return "tracking_resource_adaptor";
-  }
-  return NULL;
-}
-
-const char* rmmgo_backend_string(int simulated) { return simulated ? "simulated" : "cuda"; }

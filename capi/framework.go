@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
 )
@@ -37,10 +38,25 @@ type liveAlloc struct {
 	e     *entry
 }
 
-type liveShard struct {
+// liveShardData is what a shard holds: the lock and the map threads touch.
+type liveShardData struct {
 	mu sync.Mutex
 	m  map[uintptr]liveAlloc
-	_  [40]byte // keep shards on separate cache lines
+}
+
+// cacheLine is the cache line size of the CPUs rmmgo runs on (x86-64 and
+// the arm64 cores of Grace).
+const cacheLine = 64
+
+// liveShardPad rounds a shard up to whole cache lines and adds one line:
+// Go aligns the array of shards to 8 bytes only, so whatever address it
+// starts at, the data of two shards are at least a line apart and never
+// share one (TestLiveShardsDoNotShareCacheLines).
+const liveShardPad = (cacheLine-unsafe.Sizeof(liveShardData{})%cacheLine)%cacheLine + cacheLine
+
+type liveShard struct {
+	liveShardData
+	_ [liveShardPad]byte
 }
 
 var live [liveShards]liveShard

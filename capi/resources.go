@@ -7,7 +7,7 @@ import "C"
 
 import (
 	"fmt"
-	"sync"
+	"io"
 	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
@@ -15,111 +15,53 @@ import (
 
 // Resources: creation, references, allocation and queries.
 
-// kindInfo ties an rmm_resource_kind to core's Kind() name.
-type kindInfo struct {
-	kind C.rmm_resource_kind
-	name string // core's Kind()
-}
-
-var kindTable = []kindInfo{
-	{C.RMM_RESOURCE_CUDA, "cuda"},
-	{C.RMM_RESOURCE_MANAGED, "managed"},
-	{C.RMM_RESOURCE_PINNED_HOST, "pinned_host"},
-	{C.RMM_RESOURCE_SYSTEM, "system"},
-	{C.RMM_RESOURCE_SAM_HEADROOM, "sam_headroom"},
-	{C.RMM_RESOURCE_CUDA_ASYNC, "cuda_async"},
-	{C.RMM_RESOURCE_CUDA_ASYNC_VIEW, "cuda_async_view"},
-	{C.RMM_RESOURCE_CUDA_ASYNC_MANAGED, "cuda_async_managed"},
-	{C.RMM_RESOURCE_POOL, "pool"},
-	{C.RMM_RESOURCE_ARENA, "arena"},
-	{C.RMM_RESOURCE_FIXED_SIZE, "fixed_size"},
-	{C.RMM_RESOURCE_BINNING, "binning"},
-	{C.RMM_RESOURCE_ALIGNED, "aligned"},
-	{C.RMM_RESOURCE_CALLBACK, "callback"},
-	{C.RMM_RESOURCE_FAILURE_CALLBACK, "failure_callback"},
-	{C.RMM_RESOURCE_LIMITING, "limiting"},
-	{C.RMM_RESOURCE_LOGGING, "logging"},
-	{C.RMM_RESOURCE_PREFETCH, "prefetch"},
-	{C.RMM_RESOURCE_STATISTICS, "statistics"},
-	{C.RMM_RESOURCE_THREAD_SAFE, "thread_safe"},
-	{C.RMM_RESOURCE_TRACKING, "tracking"},
-}
-
-// kindByName maps core's Kind() to the C enum.
-var kindByName = func() map[string]C.rmm_resource_kind {
-	m := make(map[string]C.rmm_resource_kind, len(kindTable))
-	for _, k := range kindTable {
-		m[k.name] = k.kind
-	}
-	return m
-}()
-
-// kindName is core's Kind() name of a C kind ("" if unknown).
-func kindName(k C.rmm_resource_kind) string {
-	for _, e := range kindTable {
-		if e.kind == k {
-			return e.name
-		}
-	}
-	return ""
-}
-
-// otherNames holds C copies of the kind names of resources the C ABI has
-// no enum value for (Go callers' own resources), made once and kept.
-var otherNames sync.Map // string -> *C.char
-
-func className(res core.Resource) *C.char {
-	kind := res.Kind()
-	if k, ok := kindByName[kind]; ok {
-		if s := C.rmmgo_kind_class_name(C.int(k)); s != nil {
-			return s
-		}
-	}
-	if v, ok := otherNames.Load(kind); ok {
-		return v.(*C.char)
-	}
-	v, _ := otherNames.LoadOrStore(kind, C.CString(kind)) // kept for the process's life
-	return v.(*C.char)
-}
-
 // readOptions copies the part of the caller's options that its struct_size
-// covers over the defaults; fields a newer library added keep defaults.
-func readOptions(fn string, o *C.rmmgo_const_options) (C.rmm_resource_options, error) {
+// covers over the defaults; fields a newer library added keep their
+// defaults. A struct_size outside the rule of options.c is refused (false,
+// with the thread's message set) before anything is read.
+func readOptions(fn string, o *C.rmmgo_const_options) (C.rmm_resource_options, bool) {
 	var opts C.rmm_resource_options
 	C.rmmgo_options_defaults(&opts)
 	if o == nil {
-		return opts, nil
+		return opts, true
 	}
 	size := uintptr(o.struct_size)
-	if size < unsafe.Sizeof(o.struct_size) {
-		return opts, fmt.Errorf("%w: options.struct_size is %d: set it with rmm_resource_options_init", core.ErrInvalidArgument, size)
+	if !checkStructSize(fn, "options->struct_size", size, C.RMMGO_OPTIONS_MIN_SIZE, "set it with rmm_resource_options_init") {
+		return opts, false
 	}
 	n := min(size, unsafe.Sizeof(opts))
 	src := unsafe.Slice((*byte)(unsafe.Pointer(o)), n)
 	dst := unsafe.Slice((*byte)(unsafe.Pointer(&opts)), n)
 	copy(dst, src)
 	opts.struct_size = C.size_t(unsafe.Sizeof(opts))
-	return opts, nil
+	return opts, true
 }
 
 //export rmm_resource_create
 func rmm_resource_create(kind C.rmm_resource_kind, options *C.rmmgo_const_options, out *C.rmm_resource_t) (st status) {
 	fn := "rmm_resource_create"
 	defer recoverTo(fn, &st)
-	if name := kindName(kind); name != "" {
-		fn += "(" + name + ")"
+	spec := kindsByEnum[kind]
+	if spec != nil {
+		fn += "(" + spec.name + ")"
 	}
 	if out == nil {
 		return invalid(fn, "out is NULL")
 	}
-	if kindName(kind) == "" {
+	if spec == nil {
 		return invalid(fn, "%d is not an rmm_resource_kind", int(kind))
 	}
-	opts, err := readOptions(fn, options)
-	if err != nil {
-		return fail(fn, err, statusInvalidArgument)
+	opts, ok := readOptions(fn, options)
+	if !ok {
+		return statusInvalidArgument
 	}
-	e, err := createResource(kind, options != nil, &opts)
+	if options == nil && spec.upstream {
+		return invalid(fn, "a %s resource needs options with an upstream", spec.name)
+	}
+	if options == nil && spec.needsOptions {
+		return invalid(fn, "a %s resource needs options (see rmm_resource_options)", spec.name)
+	}
+	e, err := createResource(spec, &opts)
 	if err != nil {
 		return fail(fn, err, statusBadAlloc)
 	}
@@ -127,9 +69,9 @@ func rmm_resource_create(kind C.rmm_resource_kind, options *C.rmmgo_const_option
 	return statusSuccess
 }
 
-// createResource makes a resource of kind and registers it with one
-// reference. hasOptions tells whether the caller gave options.
-func createResource(kind C.rmm_resource_kind, hasOptions bool, o *C.rmm_resource_options) (*entry, error) {
+// createResource makes a resource of spec's kind from the options o and
+// registers it with one reference.
+func createResource(spec *kindSpec, o *C.rmm_resource_options) (*entry, error) {
 	r, err := runtimeOrFail()
 	if err != nil {
 		return nil, err
@@ -138,11 +80,9 @@ func createResource(kind C.rmm_resource_kind, hasOptions bool, o *C.rmm_resource
 	if err != nil {
 		return nil, err
 	}
+	args := &createArgs{o: o}
 	var up *entry
-	if needsUpstream(kind) {
-		if !hasOptions {
-			return nil, fmt.Errorf("%w: this kind needs options with an upstream", core.ErrInvalidArgument)
-		}
+	if spec.upstream {
 		if o.upstream == nil {
 			return nil, fmt.Errorf("%w: options.upstream is NULL", core.ErrInvalidArgument)
 		}
@@ -153,9 +93,9 @@ func createResource(kind C.rmm_resource_kind, hasOptions bool, o *C.rmm_resource
 		if !e.tryRetain() {
 			return nil, fmt.Errorf("options.upstream: %w: released while in use", errInvalidHandle)
 		}
-		up = e
+		up, args.upstream = e, e.res
 	}
-	res, err := construct(kind, hasOptions, o, up)
+	res, err := spec.make(args)
 	if err != nil {
 		if up != nil {
 			_ = reg.releaseEntry(up)
@@ -177,16 +117,12 @@ func createResource(kind C.rmm_resource_kind, hasOptions bool, o *C.rmm_resource
 	return e, nil
 }
 
-// needsUpstream reports whether kind is built over an upstream.
-func needsUpstream(kind C.rmm_resource_kind) bool {
-	switch kind {
-	case C.RMM_RESOURCE_POOL, C.RMM_RESOURCE_ARENA, C.RMM_RESOURCE_FIXED_SIZE, C.RMM_RESOURCE_BINNING,
-		C.RMM_RESOURCE_ALIGNED, C.RMM_RESOURCE_FAILURE_CALLBACK, C.RMM_RESOURCE_LIMITING,
-		C.RMM_RESOURCE_LOGGING, C.RMM_RESOURCE_PREFETCH, C.RMM_RESOURCE_STATISTICS,
-		C.RMM_RESOURCE_THREAD_SAFE, C.RMM_RESOURCE_TRACKING:
-		return true
+// closeQuietly closes res if it is an io.Closer (after a failure, when the
+// first error is the one to report).
+func closeQuietly(res core.Resource) {
+	if c, ok := res.(io.Closer); ok {
+		_ = c.Close()
 	}
-	return false
 }
 
 //export rmm_resource_retain
@@ -320,11 +256,11 @@ func rmm_resource_kind_of(mr C.rmm_resource_t, kind *C.rmm_resource_kind) (st st
 	if st != statusSuccess {
 		return st
 	}
-	k, ok := kindByName[e.res.Kind()]
-	if !ok {
+	k := kindOf(e.res)
+	if k == nil {
 		return fail(fn, fmt.Errorf("%w: the resource's kind %q (made in Go) has no rmm_resource_kind value", core.ErrNotSupported, e.res.Kind()), statusNotSupported)
 	}
-	*kind = k
+	*kind = k.kind
 	return statusSuccess
 }
 

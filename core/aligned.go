@@ -79,16 +79,37 @@ type Aligned struct {
 	origins map[uintptr]uintptr // aligned pointer -> upstream pointer
 }
 
+// maxAdaptorAlignment is the largest alignment an adaptor accepts: 2^56
+// bytes, the largest for which one aligned byte and the slack in front of it
+// fit in the 2^57 bytes any allocation can have (maxAllocation). A larger
+// one could never be served, so it is refused when the adaptor is made
+// rather than at every allocation.
+const maxAdaptorAlignment = maxAllocation / 2
+
+// checkAdaptorAlignment validates the alignment an adaptor is made with: a
+// power of two no larger than maxAdaptorAlignment (ErrBadAlignment).
+func checkAdaptorAlignment(kind string, alignment uintptr) error {
+	if !IsPow2(alignment) {
+		return fmt.Errorf("%s: %w: alignment %d is not a power of two", kind, ErrBadAlignment, alignment)
+	}
+	if alignment > maxAdaptorAlignment {
+		return fmt.Errorf("%s: %w: alignment %d is larger than %d (2^56), the most any allocation can be aligned to",
+			kind, ErrBadAlignment, alignment, maxAdaptorAlignment)
+	}
+	return nil
+}
+
 // NewAligned returns an adaptor that aligns allocations of at least
-// threshold bytes to alignment, a power of two (an error wrapping
-// ErrBadAlignment otherwise). RMM's defaults are alignment 256 and
-// threshold 0.
+// threshold bytes to alignment, a power of two of at most 2^56 (an error
+// wrapping ErrBadAlignment otherwise; RMM checks only the power of two, and
+// larger alignments could never be served). RMM's defaults are alignment
+// 256 and threshold 0.
 func NewAligned(upstream Resource, alignment, threshold uintptr) (*Aligned, error) {
 	if err := checkUpstream(kindAligned, upstream); err != nil {
 		return nil, err
 	}
-	if !IsPow2(alignment) {
-		return nil, fmt.Errorf("%s: %w: alignment %d is not a power of two", kindAligned, ErrBadAlignment, alignment)
+	if err := checkAdaptorAlignment(kindAligned, alignment); err != nil {
+		return nil, err
 	}
 	return &Aligned{
 		upstream:  upstream,

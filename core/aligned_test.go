@@ -124,3 +124,16 @@ func TestAlignedConcurrent(t *testing.T) {
 	assert.Zero(t, up.liveCount())
 	assert.Empty(t, a.origins)
 }
+
+// An alignment no allocation could ever have is refused when the adaptor is
+// made (it was accepted, and every over-aligned allocation then failed).
+func TestAlignedRejectsHugeAlignment(t *testing.T) {
+	for _, a := range []uintptr{1 << 57, 1 << 62, 1 << 63} {
+		_, err := NewAligned(newFake(), a, 0)
+		requireIs(t, err, ErrBadAlignment, "alignment ", a)
+		assert.Contains(t, err.Error(), "2^56")
+	}
+	a, err := NewAligned(newFake(), 1<<56, 0)
+	require.NoError(t, err, "2^56 is the largest alignment accepted")
+	assert.Equal(t, uintptr(1)<<56, a.Alignment())
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -142,11 +143,27 @@ func newBinning(r cudart.Runtime, upstream Resource, minExp, maxExp int) (*Binni
 // size, so a bin must not be added while allocations of the sizes it takes
 // over are live (they would be returned to the new bin): add bins before
 // allocating those sizes.
+//
+// A bin that is b itself, or is built over b (b lies down its upstreams or
+// among the bins of a Binning below it), is an error wrapping
+// ErrInvalidArgument: b would be its own descendant, and an allocation would
+// recurse without end.
 func (b *Binning) AddBin(size uintptr, r Resource) error {
 	if size == 0 || size > maxAllocation {
 		return fmt.Errorf("%s: %w: bin size %d", kindBinning, ErrInvalidArgument, size)
 	}
 	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if r != nil {
+		// Bins are the only links made after construction: checking and
+		// linking under one lock keeps two AddBin calls from closing a loop
+		// between them.
+		binLinkMu.Lock()
+		defer binLinkMu.Unlock()
+		if reaches(r, b) {
+			return fmt.Errorf("%s: %w: the bin of %d bytes is this binning resource or is built over it; adding it would make the resource its own descendant",
+				kindBinning, ErrInvalidArgument, size)
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed.Load() {
@@ -172,6 +189,44 @@ func (b *Binning) AddBin(size uintptr, r Resource) error {
 	bins = append(append(append(bins, old[:i]...), nb), old[i:]...)
 	b.bins.Store(newBinTable(bins))
 	return nil
+}
+
+// binLinkMu serializes AddBin calls given a bin of the caller's.
+var binLinkMu sync.Mutex
+
+// reaches reports whether target is r or lies below it: down the upstreams
+// of adaptors and sub-allocators, and among the bins of every Binning on the
+// way. The graph below r has no cycle (constructors take existing upstreams,
+// and AddBin refuses a loop), so the walk ends; each resource is visited
+// once.
+func reaches(r Resource, target *Binning) bool {
+	seen := make(map[Resource]bool)
+	stack := []Resource{r}
+	for len(stack) > 0 {
+		r := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if isNil(r) {
+			continue
+		}
+		if t, ok := r.(*Binning); ok && t == target {
+			return true
+		}
+		if reflect.TypeOf(r).Comparable() {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+		}
+		if bn, ok := r.(*Binning); ok {
+			for _, x := range bn.bins.Load().bins {
+				stack = append(stack, x.r)
+			}
+		}
+		if a, ok := r.(Adaptor); ok {
+			stack = append(stack, a.Upstream())
+		}
+	}
+	return false
 }
 
 // target returns the resource that serves requests of bytes (not 0).

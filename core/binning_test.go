@@ -213,3 +213,55 @@ func TestBinningFixedBinDirect(t *testing.T) {
 	_, err = b.Allocate(DefaultStream, 3000, 256)
 	requireIs(t, err, ErrClosed, "a closed bin is closed through the binning too")
 }
+
+// A bin that would make a binning resource its own descendant is refused by
+// the AddBin call that would close the loop. Before, two binning resources
+// given each other as bins recursed until the stack overflowed.
+func TestBinningRefusesCycles(t *testing.T) {
+	up := newCountingUpstream(t)
+	a, err := NewBinning(up, -1, -1)
+	require.NoError(t, err)
+	b, err := NewBinning(up, -1, -1)
+	require.NoError(t, err)
+	stats, err := NewStatistics(a)
+	require.NoError(t, err)
+
+	err = a.AddBin(4096, a)
+	requireIs(t, err, ErrInvalidArgument, "itself")
+	assert.Contains(t, err.Error(), "its own descendant")
+	require.NoError(t, a.AddBin(4096, b))
+	requireIs(t, b.AddBin(4096, a), ErrInvalidArgument, "two binning resources as each other's bins")
+	requireIs(t, b.AddBin(8192, stats), ErrInvalidArgument, "a loop through an adaptor's upstream")
+	requireIs(t, a.AddBin(1<<20, stats), ErrInvalidArgument, "an adaptor over itself")
+	assert.Equal(t, []uintptr{4096}, a.binSizes())
+	assert.Empty(t, b.binSizes(), "a refused bin is not added")
+
+	// Both still allocate: a's 4 KiB bin is b, whose requests go upstream.
+	p, err := a.Allocate(DefaultStream, 1000, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, a.Deallocate(DefaultStream, p, 1000, DefaultAlignment))
+	require.NoError(t, a.Close())
+	require.NoError(t, b.Close())
+	assert.Zero(t, up.liveCount())
+}
+
+// Two goroutines giving two binning resources each other as bins at once:
+// at most one succeeds.
+func TestBinningRefusesCyclesConcurrently(t *testing.T) {
+	up := newCountingUpstream(t)
+	for range 50 {
+		a, err := NewBinning(up, -1, -1)
+		require.NoError(t, err)
+		b, err := NewBinning(up, -1, -1)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		var errA, errB error
+		wg.Add(2)
+		go func() { defer wg.Done(); errA = a.AddBin(4096, b) }()
+		go func() { defer wg.Done(); errB = b.AddBin(4096, a) }()
+		wg.Wait()
+		assert.True(t, (errA == nil) != (errB == nil), "exactly one of the two links is made: %v / %v", errA, errB)
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+	}
+}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/rmmgo/rmmgo/cudart"
@@ -21,7 +22,10 @@ type CudaAsyncView struct {
 }
 
 // NewCudaAsyncView returns a view of pool for the current device. A zero
-// pool is an error wrapping ErrInvalidArgument.
+// pool, or a handle CUDA does not know as a memory pool (asked with
+// cudaMemPoolGetAttribute when the view is made), is an error wrapping
+// ErrInvalidArgument. As in CUDA, a handle that was never a pool may crash
+// the driver rather than be reported; the check catches what CUDA reports.
 func NewCudaAsyncView(pool cudart.MemPool) (*CudaAsyncView, error) {
 	r, err := rt()
 	if err != nil {
@@ -38,6 +42,17 @@ func newCudaAsyncView(r cudart.Runtime, pool cudart.MemPool) (*CudaAsyncView, er
 	b, err := newBase(kindCudaAsyncView, r)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkMemoryPools(kindCudaAsyncView, r, b.dev); err != nil {
+		return nil, err
+	}
+	// Ask CUDA whether the handle is a pool now, rather than have every
+	// allocation fail later.
+	if _, err := r.MemPoolGetAttribute(pool, cudart.MemPoolAttrReleaseThreshold); err != nil {
+		if errors.Is(err, cudart.ErrInvalidValue) || errors.Is(err, cudart.ErrInvalidResource) {
+			return nil, fmt.Errorf("%s: %w: %#x is not a CUDA memory pool: %w", kindCudaAsyncView, ErrInvalidArgument, uintptr(pool), err)
+		}
+		return nil, cudaError(fmt.Sprintf("%s: querying memory pool %#x", kindCudaAsyncView, uintptr(pool)), err)
 	}
 	return &CudaAsyncView{base: b, pool: pool}, nil
 }

@@ -34,3 +34,24 @@ func TestCudaAsyncViewSharesPool(t *testing.T) {
 	require.NoError(t, v.Deallocate(s, p, 1<<20, DefaultAlignment))
 	require.NoError(t, r.StreamSynchronize(s))
 }
+
+// A handle that is not a memory pool is refused when the view is made (it
+// was accepted, and every allocation then failed with cudaErrorInvalidValue).
+// The simulated device reports unknown pool handles; on a GPU a forged
+// handle may crash the driver instead, as in CUDA itself.
+func TestCudaAsyncViewRejectsForgedPool(t *testing.T) {
+	if !isSimulated(t) {
+		t.Skip("a forged pool handle is undefined behaviour in CUDA: only the simulated device reports it")
+	}
+	v, err := NewCudaAsyncView(0xdeadbeef)
+	requireIs(t, err, ErrInvalidArgument)
+	assert.Nil(t, v)
+	assert.Contains(t, err.Error(), "0xdeadbeef is not a CUDA memory pool")
+
+	// A pool that existed and was destroyed is no pool either.
+	c := newTestCudaAsync(t, CudaAsyncOptions{})
+	h := c.PoolHandle()
+	require.NoError(t, c.Close())
+	_, err = NewCudaAsyncView(h)
+	requireIs(t, err, ErrInvalidArgument)
+}

@@ -25,13 +25,17 @@ type Limiting struct {
 
 // NewLimiting returns an adaptor over upstream that allows at most limit
 // bytes outstanding, counting each allocation rounded up to alignment (a
-// power of two; RMM's default is 256).
+// power of two of at most 2^56; RMM's default is 256). A limit of 0, which
+// would let no allocation through, is an error wrapping ErrInvalidArgument.
 func NewLimiting(upstream Resource, limit, alignment uintptr) (*Limiting, error) {
 	if err := checkUpstream(kindLimiting, upstream); err != nil {
 		return nil, err
 	}
-	if !IsPow2(alignment) {
-		return nil, fmt.Errorf("%s: %w: alignment %d is not a power of two", kindLimiting, ErrBadAlignment, alignment)
+	if limit == 0 {
+		return nil, fmt.Errorf("%s: %w: an allocation limit of 0 bytes lets no allocation through", kindLimiting, ErrInvalidArgument)
+	}
+	if err := checkAdaptorAlignment(kindLimiting, alignment); err != nil {
+		return nil, err
 	}
 	return &Limiting{upstream: upstream, limit: limit, alignment: alignment}, nil
 }

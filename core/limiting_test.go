@@ -108,3 +108,16 @@ func TestLimitingNeverExceedsUnderContention(t *testing.T) {
 	assert.Zero(t, l.AllocatedBytes())
 	assert.Zero(t, up.liveCount())
 }
+
+// A limit of 0 lets nothing through: refused when the adaptor is made (it
+// was accepted). So is an alignment no allocation could have.
+func TestLimitingRejectsZeroLimitAndHugeAlignment(t *testing.T) {
+	_, err := NewLimiting(newFake(), 0, DefaultAlignment)
+	requireIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "limit of 0 bytes")
+	_, err = NewLimiting(newFake(), 1<<20, 1<<62)
+	requireIs(t, err, ErrBadAlignment)
+	l, err := NewLimiting(newFake(), 1, DefaultAlignment)
+	require.NoError(t, err, "the smallest limit")
+	assert.Equal(t, uintptr(1), l.AllocationLimit())
+}

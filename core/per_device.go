@@ -137,10 +137,14 @@ func PerDeviceResource(dev int) (Resource, error) {
 
 // SetPerDeviceResource makes r device dev's current resource and returns the
 // previous one (the initial *Cuda resource if none was set). A nil r, or an
-// unknown device, is an error wrapping ErrInvalidArgument.
+// unknown device, is an error wrapping ErrInvalidArgument; a resource that
+// belongs to another device (one made with another device current, or an
+// adaptor over one) is an error wrapping ErrWrongDevice, since RMM's rule is
+// that a resource is used with the device it was made on current. Resources
+// tied to no device (pinned host and system memory, callbacks, resources of
+// a Go caller's own without a Device method) may be set for any device.
 //
-// The table keeps r until it is replaced; r should allocate memory for dev
-// (RMM's rule: a resource is used with the device it was made on current).
+// The table keeps r until it is replaced.
 func SetPerDeviceResource(dev int, r Resource) (prev Resource, err error) {
 	if isNil(r) {
 		return nil, fmt.Errorf("per-device resource: %w: the resource for device %d is nil", ErrInvalidArgument, dev)
@@ -149,8 +153,39 @@ func SetPerDeviceResource(dev int, r Resource) (prev Resource, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if own, ok := boundDevice(r); ok && own != dev {
+		return nil, fmt.Errorf("per-device resource: %w: the %s resource belongs to device %d and cannot be device %d's resource",
+			ErrWrongDevice, r.Kind(), own, dev)
+	}
 	return t.swap(dev, r), nil
 }
+
+// boundDevice reports the device whose memory r hands out: the device of
+// the first resource down its chain of upstreams that records one (base
+// resources and sub-allocators, which use that device's streams and events).
+// Pinned host and system memory serve every device, so a chain that reaches
+// them before any such resource, or that ends without one, is tied to none.
+func boundDevice(r Resource) (int, bool) {
+	for range maxChainDepth {
+		switch r.(type) {
+		case *PinnedHost, *System:
+			return 0, false
+		}
+		if d, ok := r.(interface{ Device() int }); ok {
+			return d.Device(), true
+		}
+		a, ok := r.(Adaptor)
+		if !ok || isNil(a.Upstream()) {
+			return 0, false
+		}
+		r = a.Upstream()
+	}
+	return 0, false
+}
+
+// maxChainDepth bounds walks down chains of upstreams, which the
+// constructors keep free of cycles; no real chain is a fraction as deep.
+const maxChainDepth = 1 << 10
 
 // ResetPerDeviceResource restores device dev's initial resource and returns
 // the previous one.

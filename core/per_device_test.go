@@ -256,3 +256,44 @@ func BenchmarkCurrentDeviceResource(b *testing.B) {
 		}
 	})
 }
+
+// A resource belongs to the device it was made on: setting it as another
+// device's resource is refused (it was accepted, and every allocation
+// through the slot then failed or used the wrong device).
+func TestPerDeviceRefusesAnotherDevicesResource(t *testing.T) {
+	r := testRuntime(t)
+	requireDevices(t, r, 2)
+	resetAllDevices(t)
+	var pool *Pool
+	var stats *Statistics
+	var pinned *PinnedHost
+	withDevice(t, r, 1, func() {
+		c, err := NewCuda()
+		require.NoError(t, err)
+		pool, err = NewPool(c, PoolOptions{InitialSize: 0})
+		require.NoError(t, err)
+		stats, err = NewStatistics(pool)
+		require.NoError(t, err)
+		pinned, err = NewPinnedHost()
+		require.NoError(t, err)
+	})
+	defer pool.Close()
+	for _, res := range []Resource{pool, stats} {
+		_, err := SetPerDeviceResource(0, res)
+		requireIs(t, err, ErrWrongDevice, res.Kind())
+		assert.Contains(t, err.Error(), "belongs to device 1")
+		withDevice(t, r, 0, func() {
+			_, err = SetCurrentDeviceResource(res)
+			requireIs(t, err, ErrWrongDevice, res.Kind())
+		})
+	}
+	got, err := PerDeviceResource(0)
+	require.NoError(t, err)
+	assert.IsType(t, &Cuda{}, got, "failed calls change nothing")
+
+	// Its own device takes it; pinned host memory serves any device.
+	_, err = SetPerDeviceResource(1, stats)
+	require.NoError(t, err)
+	_, err = SetPerDeviceResource(0, pinned)
+	require.NoError(t, err)
+}

@@ -196,7 +196,18 @@ typedef int (*rmm_failure_callback)(size_t bytes, void* arg);
 /* Options for rmm_resource_create. Start from rmm_resource_options_init,
  * which sets struct_size and every default, then set what the kind uses.
  * struct_size lets the structure grow: fields added later go at the end, and
- * the library reads only the fields the caller's struct_size covers. */
+ * the library reads only the fields the caller's struct_size covers. A
+ * struct_size smaller than this first version of the structure, or larger
+ * than 4096 bytes (a field never set), is refused with
+ * RMM_ERROR_INVALID_ARGUMENT before anything is read or written; so is the
+ * struct_size of an rmm_statistics.
+ *
+ * Options a kind cannot work with are refused when the resource is made,
+ * with RMM_ERROR_INVALID_ARGUMENT (RMM_ERROR_BAD_ALIGNMENT for alignments)
+ * and a message naming the option. Size options take RMM_SIZE_DEFAULT for
+ * the default; an explicit 0 where it would mean nothing (block_size,
+ * blocks_to_preallocate, arena_size, maximum_pool_size) is refused, not read
+ * as the default. */
 typedef struct rmm_resource_options {
   size_t struct_size;          /* sizeof(rmm_resource_options)                  */
 
@@ -211,9 +222,14 @@ typedef struct rmm_resource_options {
   size_t maximum_pool_size;
   /* cuda_async: bytes the pool keeps when idle (RMM_SIZE_DEFAULT: all). */
   size_t release_threshold;
-  /* cuda_async: rmm_mem_handle_type bits the pool can export. */
+  /* cuda_async: rmm_mem_handle_type bits the pool can export (other bits are
+   * refused). */
   unsigned int export_handle_types;
-  /* cuda_async_view: the pool to allocate from (not owned; must not be NULL). */
+  /* cuda_async_view: the pool to allocate from (not owned; must not be NULL).
+   * The library asks CUDA whether it is a pool when the view is made, and
+   * refuses a handle CUDA reports as none. Like every CUDA handle the library
+   * did not make, it must be valid: a forged handle is undefined behaviour in
+   * CUDA (the simulated device reports it). */
   rmm_mem_pool_t pool_handle;
   /* sam_headroom: device bytes to keep free. */
   size_t headroom;
@@ -224,8 +240,9 @@ typedef struct rmm_resource_options {
   size_t arena_size;
   int dump_log_on_failure;
 
-  /* fixed_size: block size (RMM_SIZE_DEFAULT: 1 MiB) and blocks fetched at a
-   * time (RMM_SIZE_DEFAULT: 128). */
+  /* fixed_size: block size (RMM_SIZE_DEFAULT: 1 MiB), rounded up to a
+   * multiple of 256 bytes as RMM does (rmm_fixed_size_block_size tells the
+   * result), and blocks fetched at a time (RMM_SIZE_DEFAULT: 128). */
   size_t block_size;
   size_t blocks_to_preallocate;
 
@@ -236,11 +253,12 @@ typedef struct rmm_resource_options {
 
   /* aligned: alignment (default 256) for allocations of at least
    * alignment_threshold bytes (default 0). limiting: the alignment sizes are
-   * rounded to when counted (default 256). */
+   * rounded to when counted (default 256). A power of two of at most 2^56
+   * bytes (no allocation could have a larger one). */
   size_t alignment;
   size_t alignment_threshold;
 
-  /* limiting: the most bytes outstanding at once. */
+  /* limiting: the most bytes outstanding at once; must be set, and not 0. */
   size_t allocation_limit;
 
   /* logging: the CSV file to write (NULL: the RMM_LOG_FILE environment
@@ -319,7 +337,10 @@ rmm_status rmm_resource_upstream(rmm_resource_t mr, rmm_resource_t* upstream);
  * resource for that device, made on first use. Getters give a new
  * reference. Setters take a reference of their own to mr and, when
  * `previous` is not NULL, hand the previous resource back through it as a
- * new reference. All are safe from many threads. */
+ * new reference. A resource belongs to the device that was current when it
+ * was made (an adaptor to its upstream's): setting it for another device is
+ * refused with RMM_ERROR_WRONG_DEVICE. Pinned host and system memory, and
+ * callback resources, serve any device. All are safe from many threads. */
 rmm_status rmm_get_current_device_resource(rmm_resource_t* out);
 rmm_status rmm_set_current_device_resource(rmm_resource_t mr, rmm_resource_t* previous);
 rmm_status rmm_reset_current_device_resource(rmm_resource_t* previous);
@@ -340,8 +361,11 @@ rmm_status rmm_pool_release(rmm_resource_t mr);
 rmm_status rmm_fixed_size_block_size(rmm_resource_t mr, size_t* bytes);
 
 /* binning: add a bin for allocations up to allocation_size bytes, served by
- * bin (a new fixed-size resource over the upstream when bin is NULL). Not
- * safe while other threads allocate from mr. */
+ * bin (a new fixed-size resource over the upstream when bin is NULL). A bin
+ * that is mr, or is built over mr (mr is its upstream, or its upstream's, or
+ * a bin of a binning resource below it), is refused with
+ * RMM_ERROR_INVALID_ARGUMENT: mr would be its own descendant. Not safe while
+ * other threads allocate from mr. */
 rmm_status rmm_binning_add_bin(rmm_resource_t mr, size_t allocation_size, rmm_resource_t bin);
 
 /* cuda_async, cuda_async_view, cuda_async_managed: the CUDA pool. */
@@ -364,7 +388,7 @@ typedef struct rmm_counter {
   int64_t total;
 } rmm_counter;
 typedef struct rmm_statistics {
-  size_t struct_size; /* sizeof(rmm_statistics), set by the caller */
+  size_t struct_size; /* sizeof(rmm_statistics), set by the caller (checked) */
   rmm_counter bytes;
   rmm_counter count;
 } rmm_statistics;

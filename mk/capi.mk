@@ -1,8 +1,11 @@
 # The C ABI: C examples and tests against build/librmmgo.so, the exports
 # check, and the CMake package. Included by the Makefile.
 #
-#   make test-c      build and run examples/c and tests/c, check the exports,
-#                    and run test-cmake
+#   make test-c      build and run examples/c and tests/c, check the exports
+#                    (exactly the header's functions), and run test-cmake
+#
+# Each C test is a table of named tests (tests/c/test_util.h); run a few
+# with build/c/<program> <test name>...
 #   make test-cmake  build and install with CMake into a temporary prefix, then
 #                    build and run tests/cmake-consumer and check rmmgo.pc
 #   make bench-c     the C ABI's allocation cost (tests/c/capi_bench.c)
@@ -31,7 +34,8 @@ $(C_BUILD)/%: tests/c/%.c tests/c/test_util.h include/rmmgo.h $(LIB)
 c-programs: $(C_EXAMPLES) $(C_TESTS)
 
 # Programs run in $(C_BUILD) (some write files there), one after another;
-# each prints "N passed, M failed" and fails the target on any failure.
+# each prints "N passed, M failed" (tests) and exits non-zero on a failure,
+# which fails the target.
 test-c: c-programs test-cmake
 	@set -e; for p in $(C_EXAMPLES) $(C_TESTS); do \
 	  echo "== $$p ($(RMMGO_BACKEND))"; \

@@ -58,7 +58,8 @@ sec_c() {
     echo "### $(basename "$t")"
     ( cd "$REPORT" && "$t" ) || { echo "FAILED: $(basename "$t")"; rc=1; }
   done
-  [ -f "$HERE/c/check-exports.sh" ] && { bash "$HERE/c/check-exports.sh" "$HERE/include/rmmgo.h" "$HERE/lib/librmmgo.so" || rc=1; }
+  [ -f "$HERE/c/check-exports.sh" ] && { bash "$HERE/c/check-exports.sh" "$HERE/include/rmmgo.h" "$HERE/lib/librmmgo.so" \
+    "$HERE/python/rmmgo/_bindings.py" "$HERE/lib/librmmgo_torch.so" || rc=1; }
   return $rc
 }
 sec_cpp() { bash "$HERE/cpp/tests/cpp/run_gpu.sh"; }

@@ -55,30 +55,17 @@ static int free_reserve(size_t bytes, void* arg) {
   return 1; /* try again */
 }
 
+/* A cuda resource every test may use, made by setup. */
+static rmm_resource_t cuda;
+
 static int is_live(rmm_resource_t mr) {
   rmm_resource_kind k;
   return rmm_resource_kind_of(mr, &k) == RMM_SUCCESS;
 }
 
-int main(void) {
-  rmm_resource_t cuda = NULL, up = NULL, stats = NULL, got = NULL, got2 = NULL, prev = NULL, mr = NULL;
-  rmm_resource_t bin = NULL, binning = NULL, cb = NULL, fcb = NULL, lim = NULL;
-  rmm_resource_options o;
-  rmm_resource_kind k1, k2;
-  rmm_statistics st;
-  struct counting counter;
-  struct reserve reserve;
-  void* p = NULL;
-  void* q = NULL;
-  int eq = 0, i;
-  size_t sz = 0;
-  const char* backend = NULL;
-
-  REQUIRE_OK(rmm_backend_name(&backend));
-  printf("backend: %s\n", backend);
-  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
-
-  /* ---- counting: retain twice, then three releases are fine, a fourth is not */
+/* counting: retain twice, then three releases are fine, a fourth is not */
+static void test_reference_counts(void) {
+  rmm_resource_t mr = NULL;
   REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &mr));
   EXPECT_OK(rmm_resource_retain(mr));
   EXPECT_OK(rmm_resource_retain(mr));
@@ -88,10 +75,19 @@ int main(void) {
   EXPECT_OK(rmm_resource_release(mr));
   EXPECT(!is_live(mr));
   EXPECT_STATUS(rmm_resource_release(mr), RMM_ERROR_INVALID_HANDLE);
+}
 
-  /* ---- an adaptor keeps its upstream alive after the caller lets go.
-   * A statistics adaptor over a limiting adaptor: the limiting adaptor's
-   * counter shows its memory is still in use through the adaptor. */
+/* an adaptor keeps its upstream alive after the caller lets go.
+ * A statistics adaptor over a limiting adaptor: the limiting adaptor's
+ * counter shows its memory is still in use through the adaptor. */
+static void test_adaptor_keeps_upstream(void) {
+  rmm_resource_t up = NULL;
+  rmm_resource_t stats = NULL;
+  rmm_resource_t got = NULL;
+  rmm_resource_options o;
+  rmm_resource_kind k1;
+  void* p = NULL;
+  size_t sz = 0;
   rmm_resource_options_init(&o);
   o.upstream = cuda;
   o.allocation_limit = (size_t)1 << 20;
@@ -115,8 +111,20 @@ int main(void) {
   EXPECT(!is_live(stats));
   EXPECT(!is_live(up));
   EXPECT_STATUS(rmm_limiting_allocated_bytes(up, &sz), RMM_ERROR_INVALID_HANDLE);
+}
 
-  /* ---- a per-device slot keeps its resource alive */
+/* a per-device slot keeps its resource alive */
+static void test_per_device_slot_keeps_resource(void) {
+  rmm_resource_t stats = NULL;
+  rmm_resource_t got = NULL;
+  rmm_resource_t got2 = NULL;
+  rmm_resource_t prev = NULL;
+  rmm_resource_options o;
+  rmm_resource_kind k1;
+  rmm_resource_kind k2;
+  rmm_statistics st;
+  void* p = NULL;
+  int eq = 0;
   rmm_resource_options_init(&o);
   o.upstream = cuda;
   REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats));
@@ -168,8 +176,13 @@ int main(void) {
   EXPECT(got == prev); /* the initial resource keeps its handle while held */
   EXPECT_OK(rmm_resource_release(got));
   EXPECT_OK(rmm_resource_release(prev));
+}
 
-  /* setting twice: the slot releases the first when the second comes */
+/* setting twice: the slot releases the first when the second comes */
+static void test_setting_twice(void) {
+  rmm_resource_t stats = NULL;
+  rmm_resource_t mr = NULL;
+  rmm_resource_options o;
   rmm_resource_options_init(&o);
   o.upstream = cuda;
   REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats));
@@ -182,8 +195,15 @@ int main(void) {
   EXPECT_OK(rmm_reset_per_device_resource(0, NULL));
   EXPECT_OK(rmm_resource_release(mr));
   EXPECT(!is_live(mr));
+}
 
-  /* ---- binning holds the bins it was given */
+/* binning holds the bins it was given */
+static void test_binning_holds_bins(void) {
+  rmm_resource_t bin = NULL;
+  rmm_resource_t binning = NULL;
+  rmm_resource_options o;
+  rmm_statistics st;
+  void* p = NULL;
   binning = test_make(RMM_RESOURCE_BINNING, cuda);
   if (binning != NULL) {
     rmm_resource_options_init(&o);
@@ -201,8 +221,16 @@ int main(void) {
     EXPECT_OK(rmm_resource_release(binning));
     EXPECT(!is_live(bin));
   }
+}
 
-  /* ---- callbacks from C, with their arguments */
+/* callbacks from C, with their arguments */
+static void test_callbacks(void) {
+  rmm_resource_t got = NULL;
+  rmm_resource_t cb = NULL;
+  rmm_resource_options o;
+  struct counting counter;
+  void* p = NULL;
+  int i;
   memset(&counter, 0, sizeof counter);
   counter.upstream = cuda;
   rmm_resource_options_init(&o);
@@ -220,8 +248,16 @@ int main(void) {
   EXPECT_OK(rmm_resource_device(cb, &i));
   EXPECT(i == 0);
   EXPECT_OK(rmm_resource_release(cb));
+}
 
-  /* ---- a failure callback makes room and retries */
+/* a failure callback makes room and retries */
+static void test_failure_callback(void) {
+  rmm_resource_t fcb = NULL;
+  rmm_resource_t lim = NULL;
+  rmm_resource_options o;
+  struct reserve reserve;
+  void* p = NULL;
+  void* q = NULL;
   rmm_resource_options_init(&o);
   o.upstream = cuda;
   o.allocation_limit = 64 * 1024;
@@ -243,10 +279,15 @@ int main(void) {
   EXPECT_OK(rmm_resource_release(lim));
   EXPECT_OK(rmm_resource_release(fcb));
   EXPECT(!is_live(lim));
+}
 
-  /* ---- queries */
-  EXPECT_OK(rmm_resource_name(cuda, &backend));
-  EXPECT(strcmp(backend, "cuda_memory_resource") == 0);
+/* queries */
+static void test_queries(void) {
+  rmm_resource_t mr = NULL;
+  int eq = 0;
+  const char* name = NULL;
+  EXPECT_OK(rmm_resource_name(cuda, &name));
+  EXPECT(strcmp(name, "cuda_memory_resource") == 0);
   EXPECT_OK(rmm_resource_has_property(cuda, RMM_PROPERTY_DEVICE_ACCESSIBLE, &eq));
   EXPECT(eq == 1);
   EXPECT_OK(rmm_resource_has_property(cuda, RMM_PROPERTY_HOST_ACCESSIBLE, &eq));
@@ -262,8 +303,13 @@ int main(void) {
   EXPECT_OK(rmm_resource_is_equal(mr, cuda, &eq));
   EXPECT(eq == 1);                          /* cuda resources are interchangeable */
   EXPECT_OK(rmm_resource_release(mr));
+}
 
-  /* ---- logging: a file name, flushed and closed on the last release */
+/* logging: a file name, flushed and closed on the last release */
+static void test_logging(void) {
+  rmm_resource_t mr = NULL;
+  rmm_resource_options o;
+  void* p = NULL;
   rmm_resource_options_init(&o);
   o.upstream = cuda;
   o.log_file = "registry_test_log.csv";
@@ -294,8 +340,14 @@ int main(void) {
     test_failed_count++;
     fprintf(stderr, "FAIL: logging resource: %s\n", rmm_last_error_message());
   }
+}
 
-  /* ---- tracking: outstanding allocations and a report */
+/* tracking: outstanding allocations and a report */
+static void test_tracking(void) {
+  rmm_resource_t mr = NULL;
+  rmm_resource_options o;
+  void* p = NULL;
+  size_t sz = 0;
   rmm_resource_options_init(&o);
   o.upstream = cuda;
   REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_TRACKING, &o, &mr));
@@ -316,7 +368,30 @@ int main(void) {
   }
   EXPECT_OK(rmm_deallocate(mr, NULL, p, 1234, 256));
   EXPECT_OK(rmm_resource_release(mr));
-
-  EXPECT_OK(rmm_resource_release(cuda));
-  return test_finish();
 }
+
+static int setup(void) {
+  const char* backend = NULL;
+  if (rmm_backend_name(&backend) != RMM_SUCCESS) {
+    return 1;
+  }
+  printf("backend: %s\n", backend);
+  return rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda) != RMM_SUCCESS;
+}
+
+static void teardown(void) { EXPECT_OK(rmm_resource_release(cuda)); }
+
+static const test_case tests[] = {
+    TEST(test_reference_counts),
+    TEST(test_adaptor_keeps_upstream),
+    TEST(test_per_device_slot_keeps_resource),
+    TEST(test_setting_twice),
+    TEST(test_binning_holds_bins),
+    TEST(test_callbacks),
+    TEST(test_failure_callback),
+    TEST(test_queries),
+    TEST(test_logging),
+    TEST(test_tracking),
+};
+
+int main(int argc, char** argv) { return TEST_MAIN(argc, argv, tests, setup, teardown); }

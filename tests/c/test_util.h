@@ -1,7 +1,22 @@
 /*
- * test_util.h -- tiny checking helpers shared by the C tests and examples.
- * Each program ends with test_finish(), which prints "N passed, M failed"
- * and gives the exit status.
+ * test_util.h -- a small runner and checking macros for the C tests.
+ *
+ * A test program is a table of named test functions:
+ *
+ *   static void test_something(void) { EXPECT_OK(...); ... }
+ *   static const test_case tests[] = {TEST(test_something), ...};
+ *   int main(int argc, char** argv) { return TEST_MAIN(argc, argv, tests, setup, teardown); }
+ *
+ * TEST_MAIN runs the tests in table order (or only those named on the
+ * command line), prints a line for each, then "N passed, M failed" (tests)
+ * and returns the exit status: 0 when every test passed. A test passes when
+ * none of its checks failed; REQUIRE_OK ends the test at a failed call.
+ * setup (0 on success) and teardown run around all the tests, and may be
+ * NULL; a failed check in teardown counts as a failed test.
+ *
+ * The checks count into the program's totals from the main thread only;
+ * threads count their failures themselves and add them with
+ * test_add_failures.
  */
 #ifndef RMMGO_TEST_UTIL_H
 #define RMMGO_TEST_UTIL_H
@@ -11,6 +26,7 @@
 
 #include "rmmgo.h"
 
+/* Checks passed and failed so far, over every test. */
 static int test_passed_count;
 static int test_failed_count;
 
@@ -41,7 +57,7 @@ static int test_failed_count;
     }                                                                                               \
   } while (0)
 
-/* REQUIRE_OK(call): call succeeds, or the program stops here. */
+/* REQUIRE_OK(call): call succeeds, or the test (a void function) ends here. */
 #define REQUIRE_OK(call)                                                                            \
   do {                                                                                              \
     rmm_status got_ = (call);                                                                       \
@@ -49,7 +65,7 @@ static int test_failed_count;
       fprintf(stderr, "FATAL %s:%d: %s\n  got %s\n  message: %s\n", __FILE__, __LINE__, #call,     \
               rmm_status_string(got_), rmm_last_error_message());                                   \
       test_failed_count++;                                                                          \
-      return test_finish();                                                                         \
+      return;                                                                                       \
     }                                                                                               \
   } while (0)
 
@@ -65,11 +81,97 @@ static int test_failed_count;
     }                                                                                               \
   } while (0)
 
-static inline int test_finish(void) {
-  printf("%d passed, %d failed\n", test_passed_count, test_failed_count);
-  fflush(stdout);
-  return test_failed_count == 0 ? 0 : 1;
+/* test_add_failures adds failures counted elsewhere (by threads) to the
+ * current test; with n == 0 it counts one passed check. */
+static inline void test_add_failures(int n) {
+  if (n == 0) {
+    test_passed_count++;
+  } else {
+    test_failed_count += n;
+  }
 }
+
+/* ----------------------------------------------------------- the runner */
+
+typedef struct test_case {
+  const char* name;
+  void (*run)(void);
+} test_case;
+
+/* TEST(fn): the table entry of test function fn, named after it. */
+#define TEST(fn) {#fn, fn}
+
+/* TEST_MAIN(argc, argv, tests, setup, teardown): see the top of the file. */
+#define TEST_MAIN(argc, argv, tests, setup, teardown) \
+  test_main((argc), (argv), (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+
+static inline int test_selected(int argc, char** argv, const char* name) {
+  int i;
+  if (argc <= 1) {
+    return 1;
+  }
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], name) == 0) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static inline int test_main(int argc, char** argv, const test_case* tests, size_t n, int (*setup)(void),
+                            void (*teardown)(void)) {
+  int passed = 0, failed = 0, i;
+  size_t k;
+  const char* prog = argc > 0 ? argv[0] : "test";
+  const char* slash = strrchr(prog, '/');
+  prog = slash != NULL ? slash + 1 : prog;
+  setvbuf(stdout, NULL, _IOLBF, 0); /* keep what was printed if a test crashes */
+  for (i = 1; i < argc; i++) {
+    int known = 0;
+    for (k = 0; k < n; k++) {
+      known |= strcmp(argv[i], tests[k].name) == 0;
+    }
+    if (!known) {
+      fprintf(stderr, "%s: no test named %s\n", prog, argv[i]);
+      return 2;
+    }
+  }
+  if (setup != NULL && setup() != 0) {
+    fprintf(stderr, "FAIL %s: setup: %s\n", prog, rmm_last_error_message());
+    printf("0 passed, 1 failed\n");
+    return 1;
+  }
+  for (k = 0; k < n; k++) {
+    int p0 = test_passed_count, f0 = test_failed_count;
+    if (!test_selected(argc, argv, tests[k].name)) {
+      continue;
+    }
+    printf("== %s\n", tests[k].name);
+    tests[k].run();
+    if (test_failed_count == f0) {
+      passed++;
+      printf("ok   %s (%d checks)\n", tests[k].name, test_passed_count - p0);
+    } else {
+      failed++;
+      printf("FAIL %s (%d of %d checks failed)\n", tests[k].name, test_failed_count - f0,
+             test_failed_count - f0 + test_passed_count - p0);
+    }
+  }
+  if (teardown != NULL) {
+    int f0 = test_failed_count;
+    teardown();
+    if (test_failed_count != f0) {
+      failed++;
+      printf("FAIL teardown (%d checks failed)\n", test_failed_count - f0);
+    }
+  }
+  printf("%s: %d checks passed, %d failed\n", prog, test_passed_count, test_failed_count);
+  printf("%d passed, %d failed\n", passed, failed);
+  fflush(stdout);
+  return failed == 0 ? 0 : 1;
+}
+
+/* ------------------------------------------------------------- helpers */
 
 /* test_device_count: the number of devices, 0 if it cannot be read. */
 static inline int test_device_count(void) {
@@ -78,6 +180,12 @@ static inline int test_device_count(void) {
     return 0;
   }
   return n;
+}
+
+/* test_simulated: whether the library runs on the simulated device. */
+static inline int test_simulated(void) {
+  const char* backend = "";
+  return rmm_backend_name(&backend) == RMM_SUCCESS && strcmp(backend, "simulated") == 0;
 }
 
 /* test_make: a resource of kind over upstream with default options, or

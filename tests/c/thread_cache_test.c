@@ -55,7 +55,7 @@ static size_t round256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 /* ------------------------------------------------------ single thread */
 
-static void test_reuse_and_streams(rmm_resource_t mr, const char* name) {
+static void check_reuse_and_streams(rmm_resource_t mr, const char* name) {
   void *p = NULL, *q = NULL, *r = NULL;
   rmm_stream_t s1 = NULL, s2 = NULL;
   printf("-- reuse and streams: %s\n", name);
@@ -86,7 +86,7 @@ static void test_reuse_and_streams(rmm_resource_t mr, const char* name) {
   EXPECT_OK(rmm_stream_destroy(s2));
 }
 
-static void test_errors(rmm_resource_t mr, rmm_resource_kind kind, const char* name) {
+static void check_errors(rmm_resource_t mr, rmm_resource_kind kind, const char* name) {
   void *p = NULL, *q = NULL;
   printf("-- errors: %s\n", name);
   rmm_resource_t other = make_pool(cuda, 0, RMM_SIZE_DEFAULT);
@@ -353,7 +353,7 @@ static void* hammer_thread(void* arg) {
   return NULL;
 }
 
-static void test_hammer(rmm_resource_t mr, size_t max_size, const char* name) {
+static void check_hammer(rmm_resource_t mr, size_t max_size, const char* name) {
   pthread_t th[HAMMER_THREADS];
   memset(&hammer, 0, sizeof hammer);
   hammer.mr = mr;
@@ -523,11 +523,6 @@ static void test_oom_parked(void) {
 
 /* ------------------------------------------------------- stream destroy */
 
-static int simulated(void) {
-  const char* backend = "";
-  return rmm_backend_name(&backend) == RMM_SUCCESS && strcmp(backend, "simulated") == 0;
-}
-
 static void test_stream_destroy(void) {
   printf("-- stream destroy\n");
   rmm_resource_t pool = make_pool(cuda, 0, RMM_SIZE_DEFAULT);
@@ -544,7 +539,7 @@ static void test_stream_destroy(void) {
    * Only the simulated device can say so: on CUDA a destroyed stream's
    * handle is a dangling pointer, and passing it is undefined (it crashed
    * cudaStreamGetId on an H200). */
-  if (simulated()) {
+  if (test_simulated()) {
     EXPECT(rmm_allocate(pool, s1, 5000, 256, &q) != RMM_SUCCESS);
     EXPECT(rmm_deallocate(pool, s1, p, 5000, 256) != RMM_SUCCESS);
   }
@@ -558,39 +553,46 @@ static void test_stream_destroy(void) {
   EXPECT_OK(rmm_resource_release(pool));
 }
 
-int main(void) {
-  setvbuf(stdout, NULL, _IOLBF, 0); /* keep what was printed if a check crashes */
+/* ------------------------------------------------- per sub-allocator */
+
+/* Reuse and streams, exact errors and 16 threads hammering, on a new
+ * resource of kind over cuda. */
+static void on_kind(rmm_resource_kind kind, const char* name, size_t max_size) {
+  rmm_resource_t mr = test_make(kind, cuda);
+  if (mr == NULL) {
+    return;
+  }
+  check_reuse_and_streams(mr, name);
+  check_errors(mr, kind, name);
+  check_hammer(mr, max_size, name);
+  EXPECT_OK(rmm_resource_release(mr));
+}
+
+static void test_pool(void) { on_kind(RMM_RESOURCE_POOL, "pool", (size_t)1 << 20); }
+static void test_arena(void) { on_kind(RMM_RESOURCE_ARENA, "arena", (size_t)64 << 10); }
+static void test_fixed_size(void) { on_kind(RMM_RESOURCE_FIXED_SIZE, "fixed_size", (size_t)64 << 10); }
+static void test_binning(void) { on_kind(RMM_RESOURCE_BINNING, "binning", (size_t)64 << 10); }
+
+static int setup(void) {
   const char* backend = "?";
   (void)rmm_backend_name(&backend);
   printf("backend: %s, thread cache %s\n", backend, cache_on() ? "on" : "off (RMMGO_THREAD_CACHE)");
-  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
-
-  static const struct {
-    rmm_resource_kind kind;
-    const char* name;
-    size_t max_size;
-  } kinds[] = {
-      {RMM_RESOURCE_POOL, "pool", (size_t)1 << 20},
-      {RMM_RESOURCE_ARENA, "arena", (size_t)64 << 10},
-      {RMM_RESOURCE_FIXED_SIZE, "fixed_size", (size_t)64 << 10},
-      {RMM_RESOURCE_BINNING, "binning", (size_t)64 << 10},
-  };
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-    rmm_resource_t mr = test_make(kinds[i].kind, cuda);
-    if (mr == NULL) {
-      continue;
-    }
-    test_reuse_and_streams(mr, kinds[i].name);
-    test_errors(mr, kinds[i].kind, kinds[i].name);
-    test_hammer(mr, kinds[i].max_size, kinds[i].name);
-    EXPECT_OK(rmm_resource_release(mr));
-  }
-  test_released_handle();
-  test_used_bytes();
-  test_cross_thread_free();
-  test_thread_exit();
-  test_oom_parked();
-  test_stream_destroy();
-  EXPECT_OK(rmm_resource_release(cuda));
-  return test_finish();
+  return rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda) != RMM_SUCCESS;
 }
+
+static void teardown(void) { EXPECT_OK(rmm_resource_release(cuda)); }
+
+static const test_case tests[] = {
+    TEST(test_pool),
+    TEST(test_arena),
+    TEST(test_fixed_size),
+    TEST(test_binning),
+    TEST(test_released_handle),
+    TEST(test_used_bytes),
+    TEST(test_cross_thread_free),
+    TEST(test_thread_exit),
+    TEST(test_oom_parked),
+    TEST(test_stream_destroy),
+};
+
+int main(int argc, char** argv) { return TEST_MAIN(argc, argv, tests, setup, teardown); }

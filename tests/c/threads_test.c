@@ -24,7 +24,6 @@
 /* ------------------------------------------------ the shared interval set */
 
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t count_mu = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t live_start[MAX_LIVE];
 static uintptr_t live_end[MAX_LIVE];
 static int live_n;
@@ -280,73 +279,87 @@ static int run_churn(void) {
   return failures;
 }
 
-/* -------------------------------------------------------------------- main */
+/* ------------------------------------------------------------------ tests */
 
-static void test_resource(rmm_resource_kind kind, const char* what, rmm_resource_t upstream, size_t max_bytes,
-                          int host) {
+/* A cuda resource the tests build over, made by setup. */
+static rmm_resource_t cuda;
+
+/* Runs 16 threads on a new resource of kind over upstream; each failure a
+ * thread counted is a failed check. */
+static void on_resource(rmm_resource_kind kind, const char* what, rmm_resource_t upstream, size_t max_bytes,
+                        int host) {
   rmm_resource_t mr = test_make(kind, upstream);
-  int f;
   if (mr == NULL) {
     return;
   }
-  f = run_threads(what, mr, max_bytes, host);
-  pthread_mutex_lock(&count_mu);
-  if (f == 0) {
-    test_passed_count++;
-  } else {
-    test_failed_count += f;
-  }
-  pthread_mutex_unlock(&count_mu);
-  if (rmm_resource_release(mr) != RMM_SUCCESS) {
-    fprintf(stderr, "FAIL: release %s: %s\n", what, rmm_last_error_message());
-    test_failed_count++;
-  }
+  test_add_failures(run_threads(what, mr, max_bytes, host));
+  EXPECT_OK(rmm_resource_release(mr));
 }
 
-int main(void) {
-  rmm_resource_t cuda = NULL, pool = NULL, stats = NULL;
+static void test_base_resources(void) {
+  on_resource(RMM_RESOURCE_CUDA, "cuda", NULL, 1 << 20, 0);
+  on_resource(RMM_RESOURCE_MANAGED, "managed", NULL, 1 << 16, 0);
+  on_resource(RMM_RESOURCE_PINNED_HOST, "pinned_host", NULL, 1 << 16, 1);
+  on_resource(RMM_RESOURCE_CUDA_ASYNC, "cuda_async", NULL, 1 << 20, 0);
+}
+
+static void test_sub_allocators(void) {
+  on_resource(RMM_RESOURCE_POOL, "pool over cuda", cuda, 1 << 20, 0);
+  on_resource(RMM_RESOURCE_ARENA, "arena over cuda", cuda, 1 << 18, 0);
+  on_resource(RMM_RESOURCE_FIXED_SIZE, "fixed_size over cuda", cuda, 1 << 16, 0);
+  on_resource(RMM_RESOURCE_BINNING, "binning over cuda", cuda, 1 << 18, 0);
+}
+
+static void test_adaptors(void) {
+  on_resource(RMM_RESOURCE_THREAD_SAFE, "thread_safe over cuda", cuda, 1 << 18, 0);
+  on_resource(RMM_RESOURCE_TRACKING, "tracking over cuda", cuda, 1 << 18, 0);
+  on_resource(RMM_RESOURCE_LIMITING, "limiting over cuda", cuda, 1 << 18, 0);
+  on_resource(RMM_RESOURCE_ALIGNED, "aligned over cuda", cuda, 1 << 18, 0);
+}
+
+/* statistics over a pool: the counters add up after 16 threads */
+static void test_statistics_over_pool(void) {
+  rmm_resource_t pool = NULL, stats = NULL;
   rmm_resource_options o;
   rmm_statistics st;
-  const char* backend = NULL;
   int f;
-
-  REQUIRE_OK(rmm_backend_name(&backend));
-  printf("backend: %s\n", backend);
-  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
-
-  test_resource(RMM_RESOURCE_CUDA, "cuda", NULL, 1 << 20, 0);
-  test_resource(RMM_RESOURCE_MANAGED, "managed", NULL, 1 << 16, 0);
-  test_resource(RMM_RESOURCE_PINNED_HOST, "pinned_host", NULL, 1 << 16, 1);
-  test_resource(RMM_RESOURCE_CUDA_ASYNC, "cuda_async", NULL, 1 << 20, 0);
-  test_resource(RMM_RESOURCE_POOL, "pool over cuda", cuda, 1 << 20, 0);
-  test_resource(RMM_RESOURCE_ARENA, "arena over cuda", cuda, 1 << 18, 0);
-  test_resource(RMM_RESOURCE_FIXED_SIZE, "fixed_size over cuda", cuda, 1 << 16, 0);
-  test_resource(RMM_RESOURCE_BINNING, "binning over cuda", cuda, 1 << 18, 0);
-  test_resource(RMM_RESOURCE_THREAD_SAFE, "thread_safe over cuda", cuda, 1 << 18, 0);
-  test_resource(RMM_RESOURCE_TRACKING, "tracking over cuda", cuda, 1 << 18, 0);
-  test_resource(RMM_RESOURCE_LIMITING, "limiting over cuda", cuda, 1 << 18, 0);
-  test_resource(RMM_RESOURCE_ALIGNED, "aligned over cuda", cuda, 1 << 18, 0);
-
-  /* statistics over a pool: the counters add up after 16 threads */
   pool = test_make(RMM_RESOURCE_POOL, cuda);
-  if (pool != NULL) {
-    rmm_resource_options_init(&o);
-    o.upstream = pool;
-    REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats));
-    f = run_threads("statistics over pool", stats, 1 << 18, 0);
-    EXPECT(f == 0);
-    st.struct_size = sizeof st;
-    EXPECT_OK(rmm_statistics_get(stats, &st));
-    EXPECT(st.bytes.value == 0 && st.count.value == 0);
-    EXPECT(st.count.total > THREADS * ITERATIONS / 3);
-    EXPECT(st.count.peak <= MAX_LIVE);
-    EXPECT_OK(rmm_resource_release(stats));
-    EXPECT_OK(rmm_resource_release(pool));
+  if (pool == NULL) {
+    return;
   }
+  rmm_resource_options_init(&o);
+  o.upstream = pool;
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats));
+  f = run_threads("statistics over pool", stats, 1 << 18, 0);
+  EXPECT(f == 0);
+  st.struct_size = sizeof st;
+  EXPECT_OK(rmm_statistics_get(stats, &st));
+  EXPECT(st.bytes.value == 0 && st.count.value == 0);
+  EXPECT(st.count.total > THREADS * ITERATIONS / 3);
+  EXPECT(st.count.peak <= MAX_LIVE);
+  EXPECT_OK(rmm_resource_release(stats));
+  EXPECT_OK(rmm_resource_release(pool));
+}
 
+static void test_handle_churn(void) {
   shared_upstream = cuda;
   EXPECT(run_churn() == 0);
-
-  EXPECT_OK(rmm_resource_release(cuda));
-  return test_finish();
 }
+
+static int setup(void) {
+  const char* backend = NULL;
+  if (rmm_backend_name(&backend) != RMM_SUCCESS) {
+    return 1;
+  }
+  printf("backend: %s\n", backend);
+  return rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda) != RMM_SUCCESS;
+}
+
+static void teardown(void) { EXPECT_OK(rmm_resource_release(cuda)); }
+
+static const test_case tests[] = {
+    TEST(test_base_resources), TEST(test_sub_allocators), TEST(test_adaptors),
+    TEST(test_statistics_over_pool), TEST(test_handle_churn),
+};
+
+int main(int argc, char** argv) { return TEST_MAIN(argc, argv, tests, setup, teardown); }

@@ -1,7 +1,6 @@
 package main
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../include -std=gnu11 -Wall
 #include "capi_internal.h"
 */
 import "C"
@@ -17,8 +16,10 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-// main is required by -buildmode=c-shared and never runs.
-func main() {}
+// Statuses and messages: how a failure reaches the C caller. Every export
+// recovers panics (recoverTo), maps core's errors to a status (statusOf) and
+// sets the calling thread's message (fail, invalid); the message itself
+// lives in C (errors.c).
 
 // status is an rmm_status.
 type status = C.rmm_status
@@ -144,56 +145,3 @@ func panicSite() string {
 	}
 	return "unknown location"
 }
-
-// handleValue is a handle's number.
-func handleValue(h C.rmm_resource_t) uintptr { return uintptr(unsafe.Pointer(h)) }
-
-// putHandle writes handle e into the out-parameter out.
-func putHandle(out *C.rmm_resource_t, e *entry) {
-	*(*C.uintptr_t)(unsafe.Pointer(out)) = C.uintptr_t(e.handle)
-}
-
-// putPointer writes a device pointer into a void** out-parameter without
-// ever holding it in a Go pointer.
-func putPointer(out *unsafe.Pointer, p uintptr) {
-	*(*C.uintptr_t)(unsafe.Pointer(out)) = C.uintptr_t(p)
-}
-
-// streamValue is a stream's number.
-func streamValue(s C.rmm_stream_t) core.Stream { return core.Stream(uintptr(unsafe.Pointer(s))) }
-
-// runtimeOrFail returns the process's CUDA runtime.
-func runtimeOrFail() (cudart.Runtime, error) {
-	r, err := cudart.Default()
-	if err != nil {
-		if !errors.Is(err, cudart.ErrBackendUnavailable) {
-			err = fmt.Errorf("%w: %w", cudart.ErrBackendUnavailable, err)
-		}
-		return nil, err
-	}
-	return r, nil
-}
-
-// checkDevice validates a device id.
-func checkDevice(r cudart.Runtime, dev int) error {
-	n, err := r.GetDeviceCount()
-	if err != nil {
-		return err
-	}
-	if dev < 0 || dev >= n {
-		return fmt.Errorf("%w: device %d does not exist (there are %d)", errInvalidDevice, dev, n)
-	}
-	return nil
-}
-
-// toHandle is the rmm_resource_t of handle number h (for tests, which
-// cannot name C types).
-func toHandle(h uintptr) C.rmm_resource_t { return *(*C.rmm_resource_t)(unsafe.Pointer(&h)) }
-
-// cSize is n as a size_t, and goString a C string as a Go string (for
-// tests).
-func cSize(n uint64) C.size_t   { return C.size_t(n) }
-func goString(p *C.char) string { return C.GoString(p) }
-
-// lastMessage is the calling thread's last error message (for tests).
-func lastMessage() string { return C.GoString(C.rmm_last_error_message()) }

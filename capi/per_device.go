@@ -25,24 +25,6 @@ var (
 	held   = map[int]*entry{}
 )
 
-// currentDevice is the calling thread's current device.
-func currentDevice() (int, error) {
-	r, err := runtimeOrFail()
-	if err != nil {
-		return 0, err
-	}
-	return r.GetDevice()
-}
-
-// validDevice checks that dev exists.
-func validDevice(dev int) error {
-	r, err := runtimeOrFail()
-	if err != nil {
-		return err
-	}
-	return checkDevice(r, dev)
-}
-
 // getPerDevice writes a new reference to dev's current resource to out.
 func getPerDevice(fn string, dev int, out *C.rmm_resource_t) status {
 	if out == nil {
