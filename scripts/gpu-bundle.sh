@@ -35,7 +35,7 @@ cp tests/c/check-exports.sh "$B/c/"
 
 # The CUDA declaration check is compiled there, by nvcc, against the real headers.
 cp -r cudart/check/. "$B/cudart/check/"
-cp cudart/cuda_abi.h "$B/cudart/"
+cp cudart/cuda_abi.h cudart/abi_funcs_generated.h "$B/cudart/"
 
 # Python package and tests.
 cp -r python/. "$B/python/"
