@@ -52,7 +52,7 @@ type simPool struct {
 
 func (s *Runtime) newPool(kind memKind, dev int, maxSize uint64, isDefault bool) *simPool {
 	p := &simPool{
-		handle:    cudart.MemPool(s.handle()),
+		handle:    cudart.MemPool(s.newHandle(poolHandle)),
 		kind:      kind,
 		dev:       dev,
 		isDefault: isDefault,
@@ -83,7 +83,8 @@ func (s *Runtime) pool(fn string, h cudart.MemPool) (*simPool, error) {
 	}
 	p, ok := s.pools[h]
 	if !ok {
-		return nil, simErr(fn, cudart.ErrorInvalidValue, "memory pool %#x does not exist (destroyed, or never created)", uintptr(h))
+		// CUDA documents cudaErrorInvalidValue for a pool it cannot use.
+		return nil, s.badHandle(fn, cudart.ErrorInvalidValue, poolHandle, uintptr(h))
 	}
 	return p, nil
 }

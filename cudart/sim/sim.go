@@ -60,6 +60,14 @@ type Config struct {
 //     used memory (current and high) are reported as CUDA names them.
 //     Destroying a pool with allocations outstanding leaves them valid; its
 //     memory goes back when the last is freed.
+//   - Handles: the simulator knows every stream, event and pool it made.
+//     Stream 0, cudart.LegacyDefaultStream and cudart.PerThreadDefaultStream
+//     are always valid. Any other handle, forged, destroyed or of another
+//     kind, fails every call that takes it with an error that names it and
+//     says which it is: cudaErrorInvalidResourceHandle for a stream or an
+//     event, cudaErrorInvalidValue for a pool (the codes CUDA gives where it
+//     checks). On a GPU such a handle is a wild pointer that CUDA may
+//     dereference and crash on: the simulator is where tests see it.
 //
 // Where CUDA's behaviour and its documentation part, the simulator does what
 // the CUDA 13.0 runtime did on a GPU (H200, driver 13.0), as the conformance
@@ -104,7 +112,7 @@ type Runtime struct {
 	pools    map[cudart.MemPool]*simPool // pools with a live handle
 	allPools map[*simPool]struct{}       // those plus destroyed pools with allocations left
 
-	nextHandle   uintptr
+	handleSeq    [poolHandle + 1]uintptr // handles made, per kind (handles.go)
 	nextStreamID uint64
 	failNext     int // allocations left to fail (InjectAllocFailures)
 
@@ -138,13 +146,12 @@ var _ cudart.Runtime = (*Runtime)(nil)
 // why. A Runtime holds address space until Close.
 func New(cfg Config) *Runtime {
 	s := &Runtime{
-		cur:        make(map[uint64]int),
-		streams:    make(map[cudart.Stream]*simStream),
-		busy:       make(map[*simStream]struct{}),
-		events:     make(map[cudart.Event]*simEvent),
-		pools:      make(map[cudart.MemPool]*simPool),
-		allPools:   make(map[*simPool]struct{}),
-		nextHandle: 0x10000,
+		cur:      make(map[uint64]int),
+		streams:  make(map[cudart.Stream]*simStream),
+		busy:     make(map[*simStream]struct{}),
+		events:   make(map[cudart.Event]*simEvent),
+		pools:    make(map[cudart.MemPool]*simPool),
+		allPools: make(map[*simPool]struct{}),
 	}
 	s.cond.L = &s.mu
 	if cfg.Devices == 0 {
@@ -256,11 +263,6 @@ func (s *Runtime) device(fn string, dev int) (*simDevice, error) {
 		return nil, simErr(fn, cudart.ErrorInvalidDevice, "device %d does not exist (the simulator has %d)", dev, len(s.devs))
 	}
 	return s.devs[dev], nil
-}
-
-func (s *Runtime) handle() uintptr {
-	s.nextHandle += 16
-	return s.nextHandle
 }
 
 // Backend reports BackendSimulated.

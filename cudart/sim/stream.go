@@ -59,7 +59,7 @@ func (s *Runtime) stream(fn string, h cudart.Stream, tok uint64) (*simStream, er
 	}
 	q, ok := s.streams[h]
 	if !ok || q.destroyed {
-		return nil, simErr(fn, cudart.ErrorInvalidResourceHandle, "stream %#x does not exist (destroyed, or never created)", uintptr(h))
+		return nil, s.badHandle(fn, cudart.ErrorInvalidResourceHandle, streamHandle, uintptr(h))
 	}
 	return q, nil
 }
@@ -67,7 +67,7 @@ func (s *Runtime) stream(fn string, h cudart.Stream, tok uint64) (*simStream, er
 func (s *Runtime) event(fn string, h cudart.Event) (*simEvent, error) {
 	e, ok := s.events[h]
 	if !ok {
-		return nil, simErr(fn, cudart.ErrorInvalidResourceHandle, "event %#x does not exist (destroyed, or never created)", uintptr(h))
+		return nil, s.badHandle(fn, cudart.ErrorInvalidResourceHandle, eventHandle, uintptr(h))
 	}
 	return e, nil
 }
@@ -166,7 +166,7 @@ func (s *Runtime) StreamCreate(flags uint32) (cudart.Stream, error) {
 	if flags&^cudart.StreamFlagNonBlocking != 0 {
 		return 0, simErr(fn, cudart.ErrorInvalidValue, "unknown flags %#x", flags)
 	}
-	h := cudart.Stream(s.handle())
+	h := cudart.Stream(s.newHandle(streamHandle))
 	s.streams[h] = s.newStream(s.curDev(tok).id, flags, h)
 	return h, nil
 }
@@ -285,7 +285,7 @@ func (s *Runtime) EventCreate(flags uint32) (cudart.Event, error) {
 		flags&interprocess != 0 && flags&cudart.EventFlagDisableTiming == 0 {
 		return 0, simErr(fn, cudart.ErrorInvalidValue, "flags %#x", flags)
 	}
-	h := cudart.Event(s.handle())
+	h := cudart.Event(s.newHandle(eventHandle))
 	s.events[h] = &simEvent{handle: h, flags: flags}
 	return h, nil
 }
