@@ -743,6 +743,15 @@ func BenchmarkCUDAFake(b *testing.B) {
 			}
 		}
 	})
+	b.Run("StreamGetID", func(b *testing.B) {
+		// The driver's cuStreamGetId through the fake's entry point.
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := c.StreamGetID(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("EventRecord+StreamWaitEvent", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
