@@ -21,7 +21,7 @@ export RMMGO_BACKEND
 # A python3 that has pytest (Debian's python3-pytest installs it for /usr/bin/python3).
 PYTHON ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-GO_SOURCES := $(shell find cudart core capi -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h) go.mod
+GO_SOURCES := $(shell find cudart core capi -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h cudart/*.h) go.mod
 
 .PHONY: example all lib test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
 all: lib

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	_ "github.com/rmmgo/rmmgo/cudart/sim" // the simulated device, for RMMGO_BACKEND=simulated
 )
 
 // The backend, devices, streams, copies and fills.

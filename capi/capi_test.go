@@ -14,13 +14,14 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // TestMain chooses the backend: with RMMGO_BACKEND unset, a simulated
 // machine of 2 devices; otherwise cudart.Default (the GPU bundle sets cuda).
 func TestMain(m *testing.M) {
 	if os.Getenv(cudart.EnvBackend) == "" {
-		if err := cudart.SetDefault(cudart.NewSim(cudart.SimConfig{Devices: 2, MemoryPerDevice: 1 << 30})); err != nil {
+		if err := cudart.SetDefault(sim.New(sim.Config{Devices: 2, MemoryPerDevice: 1 << 30})); err != nil {
 			fmt.Fprintf(os.Stderr, "capi tests: installing the simulated device: %v\n", err)
 			os.Exit(2)
 		}

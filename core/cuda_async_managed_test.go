@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 func TestCudaAsyncManagedRequirements(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  cudart.SimConfig
+		cfg  sim.Config
 		want string
 	}{
-		{"CUDA 12", cudart.SimConfig{RuntimeVersion: 12080}, "13.0 or later (runtime 12.8, driver 12.8)"},
-		{"no concurrent managed access", cudart.SimConfig{NoConcurrentManaged: true}, "cudaDevAttrConcurrentManagedAccess"},
-		{"no memory pools", cudart.SimConfig{NoMemoryPools: true}, "cudaDevAttrMemoryPoolsSupported"},
+		{"CUDA 12", sim.Config{RuntimeVersion: 12080}, "13.0 or later (runtime 12.8, driver 12.8)"},
+		{"no concurrent managed access", sim.Config{NoConcurrentManaged: true}, "cudaDevAttrConcurrentManagedAccess"},
+		{"no memory pools", sim.Config{NoMemoryPools: true}, "cudaDevAttrMemoryPoolsSupported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // newTestCudaAsync makes a CudaAsync on the process runtime, closed when the
@@ -113,7 +114,7 @@ func TestCudaAsyncExportHandleTypes(t *testing.T) {
 }
 
 func TestCudaAsyncWithoutMemoryPools(t *testing.T) {
-	sim := newSimRuntime(t, cudart.SimConfig{NoMemoryPools: true})
+	sim := newSimRuntime(t, sim.Config{NoMemoryPools: true})
 	c, err := newCudaAsync(sim, CudaAsyncOptions{})
 	requireIs(t, err, ErrNotSupported)
 	assert.Nil(t, c)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // TestMain chooses the backend for every test of package core. With
@@ -15,7 +16,7 @@ import (
 // variables, and stops at once with the reason when that fails.
 func TestMain(m *testing.M) {
 	if os.Getenv(cudart.EnvBackend) == "" {
-		sim := cudart.NewSim(cudart.SimConfig{Devices: 2, MemoryPerDevice: 1 << 30, PageableMemoryAccess: true})
+		sim := sim.New(sim.Config{Devices: 2, MemoryPerDevice: 1 << 30, PageableMemoryAccess: true})
 		if err := cudart.SetDefault(sim); err != nil {
 			fmt.Fprintf(os.Stderr, "core tests: installing the simulated device: %v\n", err)
 			os.Exit(2)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // prefetchRuntime is a cudart.Runtime that answers the calls Prefetch makes
@@ -147,7 +148,7 @@ func TestPrefetchOnDevice(t *testing.T) {
 			s := newStream(t, r)
 			ptr, err := p.Allocate(s, 1<<20, DefaultAlignment)
 			require.NoError(t, err)
-			if sim, ok := r.(*cudart.Sim); ok && up.Kind() == "managed" {
+			if sim, ok := r.(*sim.Runtime); ok && up.Kind() == "managed" {
 				require.NoError(t, r.StreamSynchronize(s))
 				info, ok := sim.ManagedInfo(ptr)
 				require.True(t, ok)
@@ -203,7 +204,7 @@ func TestPrefetchMemoryOnDevice(t *testing.T) {
 	ptr, err := m.Allocate(s, 1<<20, DefaultAlignment)
 	require.NoError(t, err)
 	defer m.Deallocate(s, ptr, 1<<20, DefaultAlignment)
-	sim, _ := r.(*cudart.Sim)
+	sim, _ := r.(*sim.Runtime)
 	for _, d := range []int{dev, HostDevice} {
 		require.NoError(t, PrefetchMemory(ptr, 1<<20, d, s))
 		require.NoError(t, r.StreamSynchronize(s))

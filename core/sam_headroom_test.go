@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // adviceRuntime reports a chosen amount of free device memory and records
@@ -18,7 +19,7 @@ type adviceRuntime struct {
 	free uint64
 
 	mu     sync.Mutex
-	advice []cudart.SimAdvice
+	advice []sim.Advice
 }
 
 func (a *adviceRuntime) MemGetInfo() (uint64, uint64, error) {
@@ -28,7 +29,7 @@ func (a *adviceRuntime) MemGetInfo() (uint64, uint64, error) {
 
 func (a *adviceRuntime) MemAdvise(ptr, n uintptr, advice cudart.MemoryAdvise, loc cudart.MemLocation) error {
 	a.mu.Lock()
-	a.advice = append(a.advice, cudart.SimAdvice{Ptr: ptr, Count: n, Advice: advice, Location: loc})
+	a.advice = append(a.advice, sim.Advice{Ptr: ptr, Count: n, Advice: advice, Location: loc})
 	a.mu.Unlock()
 	return a.Runtime.MemAdvise(ptr, n, advice, loc)
 }
@@ -63,13 +64,13 @@ func TestSAMHeadroomSplit(t *testing.T) {
 
 			p, err := h.AllocateSync(tt.bytes, DefaultAlignment)
 			require.NoError(t, err)
-			var want []cudart.SimAdvice
+			var want []sim.Advice
 			if tt.device > 0 {
-				want = append(want, cudart.SimAdvice{Ptr: p, Count: tt.device,
+				want = append(want, sim.Advice{Ptr: p, Count: tt.device,
 					Advice: cudart.MemAdviseSetPreferredLocation, Location: cudart.DeviceLocation(h.Device())})
 			}
 			if tt.onHost > 0 {
-				want = append(want, cudart.SimAdvice{Ptr: p + tt.device, Count: tt.onHost,
+				want = append(want, sim.Advice{Ptr: p + tt.device, Count: tt.onHost,
 					Advice: cudart.MemAdviseSetPreferredLocation, Location: cudart.HostLocation()})
 			}
 			assert.Equal(t, want, ar.advice)
@@ -82,15 +83,15 @@ func TestSAMHeadroomSplit(t *testing.T) {
 func TestSAMHeadroomAdviceOnDevice(t *testing.T) {
 	// The simulated device records the hints it accepted.
 	r := pageableRuntime(t)
-	sim := simOf(t, r)
+	dev := simOf(t, r)
 	h, err := newSAMHeadroom(r, 0)
 	require.NoError(t, err)
 	p, err := h.AllocateSync(1<<20, DefaultAlignment)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, h.DeallocateSync(p, 1<<20, DefaultAlignment)) }()
-	calls := sim.MemAdviseCalls()
+	calls := dev.MemAdviseCalls()
 	require.NotEmpty(t, calls)
 	// The whole request fits on the device: one hint, the latest.
-	assert.Equal(t, cudart.SimAdvice{Ptr: p, Count: 1 << 20, Advice: cudart.MemAdviseSetPreferredLocation,
+	assert.Equal(t, sim.Advice{Ptr: p, Count: 1 << 20, Advice: cudart.MemAdviseSetPreferredLocation,
 		Location: cudart.DeviceLocation(h.Device())}, calls[len(calls)-1])
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // countingUpstream is an upstream over another resource that counts what it
@@ -133,12 +134,12 @@ func (u *countingUpstream) setFail(fail bool) {
 }
 
 // simDevice returns the simulated runtime, or skips the test on a GPU.
-func simDevice(t testing.TB) *cudart.Sim {
+func simDevice(t testing.TB) *sim.Runtime {
 	t.Helper()
 	skipOnCUDA(t, "observes stream order or device accounting")
-	s, ok := testRuntime(t).(*cudart.Sim)
+	s, ok := testRuntime(t).(*sim.Runtime)
 	if !ok {
-		t.Skip("the runtime is not a *cudart.Sim")
+		t.Skip("the runtime is not a *sim.Runtime")
 	}
 	return s
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 func TestSystemWithoutPageableAccess(t *testing.T) {
 	// A private simulated machine without pageable memory access stands in
 	// for a GPU without HMM or ATS, on either backend.
-	sim := newSimRuntime(t, cudart.SimConfig{PageableMemoryAccess: false})
+	sim := newSimRuntime(t, sim.Config{PageableMemoryAccess: false})
 	s, err := newSystem(sim)
 	requireIs(t, err, ErrNotSupported)
 	assert.Nil(t, s)
@@ -93,10 +94,10 @@ func TestSystemConcurrent(t *testing.T) {
 	}
 }
 
-// simOf returns r as a *cudart.Sim, or skips the test.
-func simOf(t *testing.T, r cudart.Runtime) *cudart.Sim {
+// simOf returns r as a *sim.Runtime, or skips the test.
+func simOf(t *testing.T, r cudart.Runtime) *sim.Runtime {
 	t.Helper()
-	sim, ok := r.(*cudart.Sim)
+	sim, ok := r.(*sim.Runtime)
 	if !ok {
 		t.Skip("needs the simulated device's test controls")
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // testRuntime returns the process runtime that the resources use.
@@ -159,16 +160,16 @@ func pageableRuntime(t testing.TB) cudart.Runtime {
 	if r.Backend() != cudart.BackendSimulated {
 		t.Skipf("device %d has no pageable memory access", dev)
 	}
-	return newSimRuntime(t, cudart.SimConfig{Devices: 2, MemoryPerDevice: 1 << 30, PageableMemoryAccess: true})
+	return newSimRuntime(t, sim.Config{Devices: 2, MemoryPerDevice: 1 << 30, PageableMemoryAccess: true})
 }
 
 // newSimRuntime returns a private simulated machine with configuration cfg,
 // closed when the test ends. It is not the process runtime: only resources
 // made with the internal constructors that take a runtime (newSystem(r),
 // ...) use it.
-func newSimRuntime(t testing.TB, cfg cudart.SimConfig) *cudart.Sim {
+func newSimRuntime(t testing.TB, cfg sim.Config) *sim.Runtime {
 	t.Helper()
-	sim := cudart.NewSim(cfg)
+	sim := sim.New(cfg)
 	t.Cleanup(func() { _ = sim.Close() })
 	return sim
 }

@@ -2,450 +2,13 @@
 
 package cudart
 
+// The real backend. The C side, the function table and one trampoline per
+// CUDA function, is generated from the list in internal/abi (go generate):
+// calls_generated.h.
+
 /*
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
-#include "cuda_abi.h"
-
-// rmmgo_cudart holds the runtime's functions, resolved by dlsym at load
-// time. It lives in C memory and Go passes its address to the trampolines
-// below as a uintptr_t: no Go pointer crosses, so cgo has nothing to check.
-typedef struct rmmgo_cudart {
-	void *cudaGetErrorName;
-	void *cudaGetErrorString;
-	void *cudaGetLastError;
-	void *cudaPeekAtLastError;
-	void *cudaRuntimeGetVersion;
-	void *cudaDriverGetVersion;
-	void *cudaGetDeviceCount;
-	void *cudaGetDevice;
-	void *cudaSetDevice;
-	void *cudaDeviceGetAttribute;
-	void *cudaDeviceSynchronize;
-	void *cudaMemGetInfo;
-	void *cudaMalloc;
-	void *cudaFree;
-	void *cudaMallocManaged;
-	void *cudaHostAlloc;
-	void *cudaFreeHost;
-	void *cudaMallocAsync;
-	void *cudaMallocFromPoolAsync;
-	void *cudaFreeAsync;
-	void *cudaMemPoolCreate;
-	void *cudaMemPoolDestroy;
-	void *cudaMemPoolSetAttribute;
-	void *cudaMemPoolGetAttribute;
-	void *cudaMemPoolTrimTo;
-	void *cudaDeviceGetDefaultMemPool;
-	void *cudaStreamCreateWithFlags;
-	void *cudaStreamDestroy;
-	void *cudaStreamSynchronize;
-	void *cudaStreamQuery;
-	void *cudaStreamWaitEvent;
-	void *cudaStreamGetId;
-	void *cudaGetDriverEntryPointByVersion; // CUDA 12.5+; else NULL
-	void *cuStreamGetId; // the driver's, from the entry point above; else NULL
-	void *cudaEventCreateWithFlags;
-	void *cudaEventDestroy;
-	void *cudaEventRecord;
-	void *cudaEventQuery;
-	void *cudaEventSynchronize;
-	void *cudaMemcpy;
-	void *cudaMemcpyAsync;
-	void *cudaMemset;
-	void *cudaMemsetAsync;
-	void *cudaPointerGetAttributes;
-	// Managed-memory hints: of each pair exactly one is set, by runtime version.
-	void *cudaMemPrefetchAsync_location;
-	void *cudaMemPrefetchAsync_device;
-	void *cudaMemAdvise_location;
-	void *cudaMemAdvise_device;
-} rmmgo_cudart;
-
-#define RMMGO_FN(tbl, name) ((rmmgo_fn_##name)((const rmmgo_cudart *)(tbl))->name)
-
-enum { rmmgo_cudaErrorNotReady = 600 };
-
-// rmmgo_done returns err after clearing the calling thread's last-error state
-// when err is a failure. CUDA records every failed call as the thread's last
-// error; a caller that checks cudaGetLastError after its own kernel launch
-// must not see rmmgo's out-of-memory (or any other) failure there. Sticky
-// errors stay, as CUDA keeps them. cudaErrorNotReady is not a failure.
-static inline int32_t rmmgo_done(uintptr_t tbl, rmmgo_cudaError_t err) {
-	if (err != 0 && err != rmmgo_cudaErrorNotReady) {
-		(void)RMMGO_FN(tbl, cudaGetLastError)();
-	}
-	return err;
-}
-
-typedef struct { uintptr_t value; int32_t err; } rmmgo_ptr_result;
-typedef struct { uint64_t value; int32_t err; } rmmgo_u64_result;
-typedef struct { int32_t value; int32_t err; } rmmgo_int_result;
-typedef struct { uint64_t free, total; int32_t err; } rmmgo_meminfo_result;
-typedef struct {
-	int32_t type, device;
-	uintptr_t devicePointer, hostPointer;
-	int32_t err;
-} rmmgo_ptrattr_result;
-typedef struct { const char *name, *desc; } rmmgo_error_text;
-
-// Errors and versions.
-
-static inline rmmgo_error_text rmmgo_get_error_text(uintptr_t tbl, int32_t code) {
-	rmmgo_error_text r;
-	r.name = RMMGO_FN(tbl, cudaGetErrorName)(code);
-	r.desc = RMMGO_FN(tbl, cudaGetErrorString)(code);
-	return r;
-}
-
-static inline int32_t rmmgo_peek_at_last_error(uintptr_t tbl) {
-	return RMMGO_FN(tbl, cudaPeekAtLastError)();
-}
-
-// Used while loading, before cudaGetLastError is resolved: no rmmgo_done.
-static inline rmmgo_int_result rmmgo_runtime_get_version(uintptr_t tbl) {
-	rmmgo_int_result r = {0, 0};
-	int v = 0;
-	r.err = RMMGO_FN(tbl, cudaRuntimeGetVersion)(&v);
-	r.value = v;
-	return r;
-}
-
-static inline rmmgo_int_result rmmgo_driver_get_version(uintptr_t tbl) {
-	rmmgo_int_result r = {0, 0};
-	int v = 0;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaDriverGetVersion)(&v));
-	r.value = v;
-	return r;
-}
-
-// Devices.
-
-static inline rmmgo_int_result rmmgo_get_device_count(uintptr_t tbl) {
-	rmmgo_int_result r = {0, 0};
-	int v = 0;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaGetDeviceCount)(&v));
-	r.value = v;
-	return r;
-}
-
-static inline rmmgo_int_result rmmgo_get_device(uintptr_t tbl) {
-	rmmgo_int_result r = {0, 0};
-	int v = 0;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaGetDevice)(&v));
-	r.value = v;
-	return r;
-}
-
-static inline int32_t rmmgo_set_device(uintptr_t tbl, int32_t dev) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaSetDevice)(dev));
-}
-
-static inline rmmgo_int_result rmmgo_device_get_attribute(uintptr_t tbl, int32_t attr, int32_t dev) {
-	rmmgo_int_result r = {0, 0};
-	int v = 0;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaDeviceGetAttribute)(&v, attr, dev));
-	r.value = v;
-	return r;
-}
-
-static inline int32_t rmmgo_device_synchronize(uintptr_t tbl) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaDeviceSynchronize)());
-}
-
-static inline rmmgo_meminfo_result rmmgo_mem_get_info(uintptr_t tbl) {
-	rmmgo_meminfo_result r = {0, 0, 0};
-	size_t f = 0, t = 0;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemGetInfo)(&f, &t));
-	r.free = f;
-	r.total = t;
-	return r;
-}
-
-// Plain allocations.
-
-static inline rmmgo_ptr_result rmmgo_malloc(uintptr_t tbl, size_t size) {
-	rmmgo_ptr_result r = {0, 0};
-	void *p = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMalloc)(&p, size));
-	r.value = (uintptr_t)p;
-	return r;
-}
-
-static inline int32_t rmmgo_free(uintptr_t tbl, uintptr_t ptr) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaFree)((void *)ptr));
-}
-
-static inline rmmgo_ptr_result rmmgo_malloc_managed(uintptr_t tbl, size_t size, uint32_t flags) {
-	rmmgo_ptr_result r = {0, 0};
-	void *p = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMallocManaged)(&p, size, flags));
-	r.value = (uintptr_t)p;
-	return r;
-}
-
-static inline rmmgo_ptr_result rmmgo_host_alloc(uintptr_t tbl, size_t size, uint32_t flags) {
-	rmmgo_ptr_result r = {0, 0};
-	void *p = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaHostAlloc)(&p, size, flags));
-	r.value = (uintptr_t)p;
-	return r;
-}
-
-static inline int32_t rmmgo_free_host(uintptr_t tbl, uintptr_t ptr) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaFreeHost)((void *)ptr));
-}
-
-// Stream-ordered allocations and memory pools.
-
-static inline rmmgo_ptr_result rmmgo_malloc_async(uintptr_t tbl, size_t size, uintptr_t stream) {
-	rmmgo_ptr_result r = {0, 0};
-	void *p = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMallocAsync)(&p, size, (rmmgo_cudaStream_t)stream));
-	r.value = (uintptr_t)p;
-	return r;
-}
-
-static inline rmmgo_ptr_result rmmgo_malloc_from_pool_async(uintptr_t tbl, size_t size, uintptr_t pool, uintptr_t stream) {
-	rmmgo_ptr_result r = {0, 0};
-	void *p = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMallocFromPoolAsync)(&p, size, (rmmgo_cudaMemPool_t)pool, (rmmgo_cudaStream_t)stream));
-	r.value = (uintptr_t)p;
-	return r;
-}
-
-static inline int32_t rmmgo_free_async(uintptr_t tbl, uintptr_t ptr, uintptr_t stream) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaFreeAsync)((void *)ptr, (rmmgo_cudaStream_t)stream));
-}
-
-static inline rmmgo_ptr_result rmmgo_mem_pool_create(uintptr_t tbl, int32_t allocType, int32_t handleTypes,
-		int32_t locType, int32_t locID, uint64_t maxSize) {
-	rmmgo_ptr_result r = {0, 0};
-	rmmgo_cudaMemPoolProps props;
-	rmmgo_cudaMemPool_t pool = NULL;
-	memset(&props, 0, sizeof props);
-	props.allocType = allocType;
-	props.handleTypes = handleTypes;
-	props.location.type = locType;
-	props.location.id = locID;
-	props.maxSize = (size_t)maxSize;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemPoolCreate)(&pool, &props));
-	r.value = (uintptr_t)pool;
-	return r;
-}
-
-static inline int32_t rmmgo_mem_pool_destroy(uintptr_t tbl, uintptr_t pool) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemPoolDestroy)((rmmgo_cudaMemPool_t)pool));
-}
-
-// The reuse attributes (1..3) are int in CUDA; the others are 64-bit.
-static inline int rmmgo_pool_attr_is_int(int32_t attr) { return attr >= 1 && attr <= 3; }
-
-static inline int32_t rmmgo_mem_pool_set_attribute(uintptr_t tbl, uintptr_t pool, int32_t attr, uint64_t value) {
-	rmmgo_cudaError_t err;
-	if (rmmgo_pool_attr_is_int(attr)) {
-		int v = value != 0;
-		err = RMMGO_FN(tbl, cudaMemPoolSetAttribute)((rmmgo_cudaMemPool_t)pool, attr, &v);
-	} else {
-		uint64_t v = value;
-		err = RMMGO_FN(tbl, cudaMemPoolSetAttribute)((rmmgo_cudaMemPool_t)pool, attr, &v);
-	}
-	return rmmgo_done(tbl, err);
-}
-
-static inline rmmgo_u64_result rmmgo_mem_pool_get_attribute(uintptr_t tbl, uintptr_t pool, int32_t attr) {
-	rmmgo_u64_result r = {0, 0};
-	if (rmmgo_pool_attr_is_int(attr)) {
-		int v = 0;
-		r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemPoolGetAttribute)((rmmgo_cudaMemPool_t)pool, attr, &v));
-		r.value = (uint64_t)(uint32_t)v;
-	} else {
-		uint64_t v = 0;
-		r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemPoolGetAttribute)((rmmgo_cudaMemPool_t)pool, attr, &v));
-		r.value = v;
-	}
-	return r;
-}
-
-static inline int32_t rmmgo_mem_pool_trim_to(uintptr_t tbl, uintptr_t pool, size_t keep) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemPoolTrimTo)((rmmgo_cudaMemPool_t)pool, keep));
-}
-
-static inline rmmgo_ptr_result rmmgo_device_get_default_mem_pool(uintptr_t tbl, int32_t dev) {
-	rmmgo_ptr_result r = {0, 0};
-	rmmgo_cudaMemPool_t pool = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaDeviceGetDefaultMemPool)(&pool, dev));
-	r.value = (uintptr_t)pool;
-	return r;
-}
-
-// Streams and events.
-
-static inline rmmgo_ptr_result rmmgo_stream_create(uintptr_t tbl, uint32_t flags) {
-	rmmgo_ptr_result r = {0, 0};
-	rmmgo_cudaStream_t s = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamCreateWithFlags)(&s, flags));
-	r.value = (uintptr_t)s;
-	return r;
-}
-
-static inline int32_t rmmgo_stream_destroy(uintptr_t tbl, uintptr_t s) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamDestroy)((rmmgo_cudaStream_t)s));
-}
-
-static inline int32_t rmmgo_stream_synchronize(uintptr_t tbl, uintptr_t s) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamSynchronize)((rmmgo_cudaStream_t)s));
-}
-
-static inline int32_t rmmgo_stream_query(uintptr_t tbl, uintptr_t s) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamQuery)((rmmgo_cudaStream_t)s));
-}
-
-static inline int32_t rmmgo_stream_wait_event(uintptr_t tbl, uintptr_t s, uintptr_t e) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamWaitEvent)((rmmgo_cudaStream_t)s, (rmmgo_cudaEvent_t)e, 0));
-}
-
-static inline rmmgo_u64_result rmmgo_stream_get_id(uintptr_t tbl, uintptr_t s) {
-	rmmgo_u64_result r = {0, 0};
-	unsigned long long id = 0;
-	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
-	// The driver's call first (no process-wide lock); on any failure (no
-	// current context on this thread, say) the runtime's, whose error is
-	// the one reported.
-	if (t->cuStreamGetId != NULL &&
-	    ((rmmgo_drvfn_cuStreamGetId)t->cuStreamGetId)((rmmgo_cudaStream_t)s, &id) == 0) {
-		r.value = id;
-		return r;
-	}
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamGetId)((rmmgo_cudaStream_t)s, &id));
-	r.value = id;
-	return r;
-}
-
-// The addresses of cudaStreamGetId and cudaGetLastError, for C code that
-// calls them itself (the C ABI's per-thread cache).
-static inline uintptr_t rmmgo_addr_stream_get_id(uintptr_t tbl) {
-	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
-	return (uintptr_t)(t->cuStreamGetId != NULL ? t->cuStreamGetId : t->cudaStreamGetId);
-}
-// The driver function symbol in its ABI version, through the runtime; NULL
-// when it has none (symbol is freed here).
-static inline void *rmmgo_driver_entry(uintptr_t tbl, char *symbol, unsigned version) {
-	void *fn = NULL;
-	int32_t status = -1;
-	// Flags 0: cudaEnableDefault; status 0: cudaDriverEntryPointSuccess.
-	int32_t err = rmmgo_done(tbl, ((rmmgo_fn_cudaGetDriverEntryPointByVersion)((const rmmgo_cudart *)tbl)
-		->cudaGetDriverEntryPointByVersion)(symbol, &fn, version, 0, &status));
-	free(symbol);
-	return err == 0 && status == 0 ? fn : NULL;
-}
-
-// The runtime's cudaStreamGetId alone (tests compare it with the driver's).
-static inline rmmgo_u64_result rmmgo_stream_get_id_runtime(uintptr_t tbl, uintptr_t s) {
-	rmmgo_u64_result r = {0, 0};
-	unsigned long long id = 0;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaStreamGetId)((rmmgo_cudaStream_t)s, &id));
-	r.value = id;
-	return r;
-}
-static inline int rmmgo_has_driver_stream_id(uintptr_t tbl) {
-	return ((const rmmgo_cudart *)tbl)->cuStreamGetId != NULL;
-}
-
-static inline uintptr_t rmmgo_addr_get_last_error(uintptr_t tbl) {
-	return (uintptr_t)((const rmmgo_cudart *)tbl)->cudaGetLastError;
-}
-
-static inline rmmgo_ptr_result rmmgo_event_create(uintptr_t tbl, uint32_t flags) {
-	rmmgo_ptr_result r = {0, 0};
-	rmmgo_cudaEvent_t e = NULL;
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaEventCreateWithFlags)(&e, flags));
-	r.value = (uintptr_t)e;
-	return r;
-}
-
-static inline int32_t rmmgo_event_destroy(uintptr_t tbl, uintptr_t e) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaEventDestroy)((rmmgo_cudaEvent_t)e));
-}
-
-static inline int32_t rmmgo_event_record(uintptr_t tbl, uintptr_t e, uintptr_t s) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaEventRecord)((rmmgo_cudaEvent_t)e, (rmmgo_cudaStream_t)s));
-}
-
-static inline int32_t rmmgo_event_query(uintptr_t tbl, uintptr_t e) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaEventQuery)((rmmgo_cudaEvent_t)e));
-}
-
-static inline int32_t rmmgo_event_synchronize(uintptr_t tbl, uintptr_t e) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaEventSynchronize)((rmmgo_cudaEvent_t)e));
-}
-
-// Copies and fills.
-
-static inline int32_t rmmgo_memcpy(uintptr_t tbl, uintptr_t dst, uintptr_t src, size_t n, int32_t kind) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemcpy)((void *)dst, (const void *)src, n, kind));
-}
-
-static inline int32_t rmmgo_memcpy_async(uintptr_t tbl, uintptr_t dst, uintptr_t src, size_t n, int32_t kind, uintptr_t s) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemcpyAsync)((void *)dst, (const void *)src, n, kind, (rmmgo_cudaStream_t)s));
-}
-
-static inline int32_t rmmgo_memset(uintptr_t tbl, uintptr_t ptr, int value, size_t n) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemset)((void *)ptr, value, n));
-}
-
-static inline int32_t rmmgo_memset_async(uintptr_t tbl, uintptr_t ptr, int value, size_t n, uintptr_t s) {
-	return rmmgo_done(tbl, RMMGO_FN(tbl, cudaMemsetAsync)((void *)ptr, value, n, (rmmgo_cudaStream_t)s));
-}
-
-// Managed-memory hints. The location shape is used when the runtime has it;
-// otherwise the device shape, with the device Go derived from the location.
-
-static inline int32_t rmmgo_mem_prefetch_async(uintptr_t tbl, uintptr_t ptr, size_t n,
-		int32_t locType, int32_t locID, int32_t device, uintptr_t s) {
-	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
-	rmmgo_cudaError_t err;
-	if (t->cudaMemPrefetchAsync_location != NULL) {
-		rmmgo_cudaMemLocation loc;
-		loc.type = locType;
-		loc.id = locID;
-		err = RMMGO_FN(tbl, cudaMemPrefetchAsync_location)((const void *)ptr, n, loc, 0, (rmmgo_cudaStream_t)s);
-	} else {
-		err = RMMGO_FN(tbl, cudaMemPrefetchAsync_device)((const void *)ptr, n, device, (rmmgo_cudaStream_t)s);
-	}
-	return rmmgo_done(tbl, err);
-}
-
-static inline int32_t rmmgo_mem_advise(uintptr_t tbl, uintptr_t ptr, size_t n, int32_t advice,
-		int32_t locType, int32_t locID, int32_t device) {
-	const rmmgo_cudart *t = (const rmmgo_cudart *)tbl;
-	rmmgo_cudaError_t err;
-	if (t->cudaMemAdvise_location != NULL) {
-		rmmgo_cudaMemLocation loc;
-		loc.type = locType;
-		loc.id = locID;
-		err = RMMGO_FN(tbl, cudaMemAdvise_location)((const void *)ptr, n, advice, loc);
-	} else {
-		err = RMMGO_FN(tbl, cudaMemAdvise_device)((const void *)ptr, n, advice, device);
-	}
-	return rmmgo_done(tbl, err);
-}
-
-// Pointers.
-
-static inline rmmgo_ptrattr_result rmmgo_pointer_get_attributes(uintptr_t tbl, uintptr_t ptr) {
-	rmmgo_ptrattr_result r;
-	rmmgo_cudaPointerAttributes a;
-	memset(&r, 0, sizeof r);
-	memset(&a, 0, sizeof a);
-	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaPointerGetAttributes)(&a, (const void *)ptr));
-	r.type = a.type;
-	r.device = a.device;
-	r.devicePointer = (uintptr_t)a.devicePointer;
-	r.hostPointer = (uintptr_t)a.hostPointer;
-	return r;
-}
+#include "calls_generated.h"
 */
 import "C"
 
@@ -456,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/rmmgo/rmmgo/cudart/internal/abi"
 )
 
 // Library names OpenCUDA tries, in order, when no path is given.
@@ -553,7 +118,8 @@ func (e *loadError) Unwrap() error { return e.cause }
 // cudaRuntime is the real backend: the CUDA runtime loaded with dlopen.
 // Everything in it is fixed at load time except the cache of error texts.
 type cudaRuntime struct {
-	tbl            C.uintptr_t // *rmmgo_cudart in C memory, never freed
+	tbl            C.uintptr_t // the function table (calls_generated.h) in C memory, never freed
+	slots          []uintptr   // the same table, as Go writes and reads it
 	lib            *dynLib
 	file           string // the library file, after the loader's search
 	runtimeVersion int
@@ -565,6 +131,8 @@ type cudaRuntime struct {
 	// the _v2 functions of CUDA 12.2+) rather than an int device.
 	prefetchLocation bool
 	adviseLocation   bool
+	// Whether StreamGetID asks the driver's cuStreamGetId first.
+	driverStreamID bool
 
 	texts sync.Map // ErrorCode -> errorText
 
@@ -576,60 +144,19 @@ type cudaRuntime struct {
 
 type errorText struct{ name, desc string }
 
-// tableSlots maps each symbol to its slot in the table. The managed-memory
-// hint slots are filled by chooseHints instead.
-func tableSlots(t *C.rmmgo_cudart) map[string]*unsafe.Pointer {
-	return map[string]*unsafe.Pointer{
-		"cudaGetErrorName":            &t.cudaGetErrorName,
-		"cudaGetErrorString":          &t.cudaGetErrorString,
-		"cudaGetLastError":            &t.cudaGetLastError,
-		"cudaPeekAtLastError":         &t.cudaPeekAtLastError,
-		"cudaRuntimeGetVersion":       &t.cudaRuntimeGetVersion,
-		"cudaDriverGetVersion":        &t.cudaDriverGetVersion,
-		"cudaGetDeviceCount":          &t.cudaGetDeviceCount,
-		"cudaGetDevice":               &t.cudaGetDevice,
-		"cudaSetDevice":               &t.cudaSetDevice,
-		"cudaDeviceGetAttribute":      &t.cudaDeviceGetAttribute,
-		"cudaDeviceSynchronize":       &t.cudaDeviceSynchronize,
-		"cudaMemGetInfo":              &t.cudaMemGetInfo,
-		"cudaMalloc":                  &t.cudaMalloc,
-		"cudaFree":                    &t.cudaFree,
-		"cudaMallocManaged":           &t.cudaMallocManaged,
-		"cudaHostAlloc":               &t.cudaHostAlloc,
-		"cudaFreeHost":                &t.cudaFreeHost,
-		"cudaMallocAsync":             &t.cudaMallocAsync,
-		"cudaMallocFromPoolAsync":     &t.cudaMallocFromPoolAsync,
-		"cudaFreeAsync":               &t.cudaFreeAsync,
-		"cudaMemPoolCreate":           &t.cudaMemPoolCreate,
-		"cudaMemPoolDestroy":          &t.cudaMemPoolDestroy,
-		"cudaMemPoolSetAttribute":     &t.cudaMemPoolSetAttribute,
-		"cudaMemPoolGetAttribute":     &t.cudaMemPoolGetAttribute,
-		"cudaMemPoolTrimTo":           &t.cudaMemPoolTrimTo,
-		"cudaDeviceGetDefaultMemPool": &t.cudaDeviceGetDefaultMemPool,
-		"cudaStreamCreateWithFlags":   &t.cudaStreamCreateWithFlags,
-		"cudaStreamDestroy":           &t.cudaStreamDestroy,
-		"cudaStreamSynchronize":       &t.cudaStreamSynchronize,
-		"cudaStreamQuery":             &t.cudaStreamQuery,
-		"cudaStreamWaitEvent":         &t.cudaStreamWaitEvent,
-		"cudaStreamGetId":             &t.cudaStreamGetId,
-		"cudaEventCreateWithFlags":    &t.cudaEventCreateWithFlags,
-		"cudaEventDestroy":            &t.cudaEventDestroy,
-		"cudaEventRecord":             &t.cudaEventRecord,
-		"cudaEventQuery":              &t.cudaEventQuery,
-		"cudaEventSynchronize":        &t.cudaEventSynchronize,
-		"cudaMemcpy":                  &t.cudaMemcpy,
-		"cudaMemcpyAsync":             &t.cudaMemcpyAsync,
-		"cudaMemset":                  &t.cudaMemset,
-		"cudaMemsetAsync":             &t.cudaMemsetAsync,
-		"cudaPointerGetAttributes":    &t.cudaPointerGetAttributes,
+// slotIndex maps each function type of abi.Funcs to its slot in the table,
+// as the generated C names them.
+var slotIndex = sync.OnceValue(func() map[string]int {
+	m := make(map[string]int, int(C.rmmgo_slot_count))
+	for i := 0; i < int(C.rmmgo_slot_count); i++ {
+		m[C.GoString(C.rmmgo_slot_name(C.int(i)))] = i
 	}
-}
+	return m
+})
 
-// hintSymbols are the FuncDecls symbols that chooseHints places.
-var hintSymbols = map[string]bool{
-	"cudaMemPrefetchAsync": true, "cudaMemPrefetchAsync_v2": true,
-	"cudaMemAdvise": true, "cudaMemAdvise_v2": true,
-}
+// slot returns the address of the function of type typ, or 0 if the
+// runtime lacks it.
+func (c *cudaRuntime) slot(typ string) uintptr { return c.slots[slotIndex()[typ]] }
 
 // openRuntime resolves the runtime's functions in lib and checks that it can
 // run: version, driver and devices.
@@ -645,78 +172,74 @@ func openRuntime(lib *dynLib) (*cudaRuntime, error) {
 
 	// The table is small and lives as long as the process: a runtime may be
 	// in use until exit, and CUDA itself is never unloaded under it.
-	t := (*C.rmmgo_cudart)(C.calloc(1, C.sizeof_rmmgo_cudart))
+	t := C.calloc(C.rmmgo_slot_count, C.sizeof_uintptr_t)
 	if t == nil {
 		return nil, errors.New("cudart: out of host memory for the function table")
 	}
 	loaded := false
 	defer func() {
 		if !loaded {
-			C.free(unsafe.Pointer(t))
+			C.free(t)
 		}
 	}()
-	c := &cudaRuntime{tbl: C.uintptr_t(uintptr(unsafe.Pointer(t))), lib: lib, file: file}
-	t.cudaRuntimeGetVersion = verSym
-	v := C.rmmgo_runtime_get_version(c.tbl)
+	c := &cudaRuntime{
+		tbl:   C.uintptr_t(uintptr(t)),
+		slots: unsafe.Slice((*uintptr)(t), int(C.rmmgo_slot_count)),
+		lib:   lib,
+		file:  file,
+	}
+	c.slots[slotIndex()["cudaRuntimeGetVersion"]] = uintptr(verSym)
+	v := C.rmmgo_call_cudaRuntimeGetVersion(c.tbl)
 	if v.err != 0 {
 		return nil, fmt.Errorf("cudart: %s: cudaRuntimeGetVersion failed with error %d", file, int32(v.err))
 	}
-	c.runtimeVersion = int(v.value)
+	c.runtimeVersion = int(v.runtimeVersion)
 	if c.runtimeVersion < MinRuntimeVersion {
 		return nil, fmt.Errorf("cudart: %s is CUDA runtime %s; rmmgo needs %s or later",
 			file, versionString(c.runtimeVersion), versionString(MinRuntimeVersion))
 	}
 
-	// Resolve every function that applies to this version.
-	syms := make(map[string]unsafe.Pointer)
+	// Resolve every runtime function that applies to this version. Of the
+	// symbols that share a type, at most one applies to a version.
+	filledBy := make(map[string]string) // type -> symbol
 	var missing []string
-	for _, d := range FuncDecls() {
-		if !d.AppliesTo(c.runtimeVersion) {
+	for _, f := range abi.Funcs() {
+		if !f.AppliesTo(c.runtimeVersion) || f.DriverABI != 0 {
 			continue
 		}
-		if _, done := syms[d.Symbol]; done {
-			continue
+		i, ok := slotIndex()[f.TypeName()]
+		if !ok {
+			return nil, fmt.Errorf("cudart: internal error: no table slot for %s (run go generate)", f.TypeName())
 		}
-		p, err := lib.lookup(d.Symbol)
+		if other, dup := filledBy[f.TypeName()]; dup {
+			return nil, fmt.Errorf("cudart: internal error: %s and %s both fill slot %s", other, f.Symbol, f.TypeName())
+		}
+		p, err := lib.lookup(f.Symbol)
 		if err != nil {
-			if !d.Optional {
-				missing = append(missing, d.Symbol)
+			if !f.Optional {
+				missing = append(missing, f.Symbol)
 			}
 			continue
 		}
-		syms[d.Symbol] = p
+		c.slots[i] = uintptr(p)
+		filledBy[f.TypeName()] = f.Symbol
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("cudart: %s (CUDA runtime %s) lacks functions rmmgo needs: %s",
 			file, versionString(c.runtimeVersion), strings.Join(missing, ", "))
 	}
-	slots := tableSlots(t)
-	for sym, p := range syms {
-		if slot, ok := slots[sym]; ok {
-			*slot = p
-		} else if sym == "cudaGetDriverEntryPointByVersion" {
-			t.cudaGetDriverEntryPointByVersion = p // optional: not in slots
-		} else if !hintSymbols[sym] {
-			return nil, fmt.Errorf("cudart: internal error: no table slot for %s", sym)
-		}
-	}
-	for sym, slot := range slots {
-		if *slot == nil {
-			return nil, fmt.Errorf("cudart: internal error: %s was not resolved", sym)
-		}
-	}
-	c.chooseHints(t, syms)
+	c.chooseHints(filledBy)
 
 	c.streamNotReady = c.newError("cudaStreamQuery", ErrorNotReady)
 	c.eventNotReady = c.newError("cudaEventQuery", ErrorNotReady)
 
-	d := C.rmmgo_driver_get_version(c.tbl)
+	d := C.rmmgo_call_cudaDriverGetVersion(c.tbl)
 	if d.err != 0 {
 		return nil, fmt.Errorf("cudart: %s: %w", file, c.newError("cudaDriverGetVersion", ErrorCode(d.err)))
 	}
-	c.driverVersion = int(d.value)
+	c.driverVersion = int(d.driverVersion)
 
-	n := C.rmmgo_get_device_count(c.tbl)
+	n := C.rmmgo_call_cudaGetDeviceCount(c.tbl)
 	switch code := ErrorCode(n.err); {
 	case code == ErrorInsufficientDriver && c.driverVersion == 0:
 		return nil, fmt.Errorf("cudart: no CUDA driver is installed (CUDA runtime %s from %s): %w",
@@ -724,7 +247,7 @@ func openRuntime(lib *dynLib) (*cudaRuntime, error) {
 	case code == ErrorInsufficientDriver:
 		return nil, fmt.Errorf("cudart: the CUDA driver (%s) is too old for CUDA runtime %s from %s: %w",
 			versionString(c.driverVersion), versionString(c.runtimeVersion), file, c.newError("cudaGetDeviceCount", code))
-	case code == ErrorNoDevice || (code == Success && n.value == 0):
+	case code == ErrorNoDevice || (code == Success && n.count == 0):
 		if code == Success {
 			code = ErrorNoDevice
 		}
@@ -734,47 +257,48 @@ func openRuntime(lib *dynLib) (*cudaRuntime, error) {
 		return nil, fmt.Errorf("cudart: cannot count CUDA devices (CUDA runtime %s, driver %s): %w",
 			versionString(c.runtimeVersion), versionString(c.driverVersion), c.newError("cudaGetDeviceCount", code))
 	}
-	c.deviceCount = int(n.value)
-	// The driver's cuStreamGetId, through the runtime (which has the
-	// driver loaded by now: it counted the devices).
-	if t.cudaGetDriverEntryPointByVersion != nil {
-		t.cuStreamGetId = C.rmmgo_driver_entry(c.tbl, C.CString("cuStreamGetId"), versionStreamGetID)
+	c.deviceCount = int(n.count)
+	// The driver functions, through the runtime (which has the driver
+	// loaded by now: it counted the devices).
+	if c.slot("cudaGetDriverEntryPointByVersion") != 0 {
+		for _, f := range abi.Funcs() {
+			if f.DriverABI != 0 {
+				c.slots[slotIndex()[f.TypeName()]] = c.driverEntry(f.Symbol, f.DriverABI)
+			}
+		}
 	}
+	c.driverStreamID = c.slot("cuStreamGetId") != 0
 	loaded = true
 	return c, nil
 }
 
-// chooseHints places cudaMemPrefetchAsync and cudaMemAdvise by version.
-// CUDA 13 declares them with a cudaMemLocation. CUDA 12 declares them with
-// an int device and, from 12.2, exports the location shape as *_v2: rmmgo
-// uses the _v2 functions when they are there, because only they can name a
-// host NUMA node; on 12.0 and 12.1 it calls the device shape, passing
-// cudaCpuDeviceId for the host.
-func (c *cudaRuntime) chooseHints(t *C.rmmgo_cudart, syms map[string]unsafe.Pointer) {
-	switch {
-	case c.runtimeVersion >= versionLocation:
-		t.cudaMemPrefetchAsync_location = syms["cudaMemPrefetchAsync"]
-		c.prefetchFunc = "cudaMemPrefetchAsync"
-	case syms["cudaMemPrefetchAsync_v2"] != nil:
-		t.cudaMemPrefetchAsync_location = syms["cudaMemPrefetchAsync_v2"]
-		c.prefetchFunc = "cudaMemPrefetchAsync_v2"
-	default:
-		t.cudaMemPrefetchAsync_device = syms["cudaMemPrefetchAsync"]
-		c.prefetchFunc = "cudaMemPrefetchAsync"
+// driverEntry returns the driver function symbol in the given ABI version,
+// through the runtime, or 0 when it has none.
+func (c *cudaRuntime) driverEntry(symbol string, abiVersion int) uintptr {
+	cs := C.CString(symbol)
+	defer C.free(unsafe.Pointer(cs))
+	r := C.rmmgo_call_cudaGetDriverEntryPointByVersion(c.tbl, C.uintptr_t(uintptr(unsafe.Pointer(cs))),
+		C.uint(abiVersion), driverEntryEnableDefault)
+	if r.err != 0 || r.driverStatus != driverEntrySuccess {
+		return 0
 	}
-	switch {
-	case c.runtimeVersion >= versionLocation:
-		t.cudaMemAdvise_location = syms["cudaMemAdvise"]
-		c.adviseFunc = "cudaMemAdvise"
-	case syms["cudaMemAdvise_v2"] != nil:
-		t.cudaMemAdvise_location = syms["cudaMemAdvise_v2"]
-		c.adviseFunc = "cudaMemAdvise_v2"
-	default:
-		t.cudaMemAdvise_device = syms["cudaMemAdvise"]
-		c.adviseFunc = "cudaMemAdvise"
+	return uintptr(r.funcPtr)
+}
+
+// chooseHints picks the shape of cudaMemPrefetchAsync and cudaMemAdvise:
+// the location shape where the runtime has it (CUDA 13's plain functions,
+// or the _v2 functions of CUDA 12.2 and later: only they can name a host
+// NUMA node), else CUDA 12's device shape, with cudaCpuDeviceId for the
+// host. filledBy names the symbol in each filled slot.
+func (c *cudaRuntime) chooseHints(filledBy map[string]string) {
+	pick := func(location, device string) (string, bool) {
+		if sym, ok := filledBy[location]; ok {
+			return sym, true
+		}
+		return filledBy[device], false
 	}
-	c.prefetchLocation = t.cudaMemPrefetchAsync_location != nil
-	c.adviseLocation = t.cudaMemAdvise_location != nil
+	c.prefetchFunc, c.prefetchLocation = pick("cudaMemPrefetchAsync_location", "cudaMemPrefetchAsync_device")
+	c.adviseFunc, c.adviseLocation = pick("cudaMemAdvise_location", "cudaMemAdvise_device")
 }
 
 // versionString writes a CUDA version number (12040) as "12.4".
@@ -800,13 +324,12 @@ func (c *cudaRuntime) errorText(code ErrorCode) errorText {
 	if v, ok := c.texts.Load(code); ok {
 		return v.(errorText)
 	}
-	r := C.rmmgo_get_error_text(c.tbl, C.int32_t(code))
 	var t errorText
-	if r.name != nil {
-		t.name = C.GoString(r.name)
+	if name := C.rmmgo_call_cudaGetErrorName(c.tbl, C.int32_t(code)); name != nil {
+		t.name = C.GoString(name)
 	}
-	if r.desc != nil {
-		t.desc = C.GoString(r.desc)
+	if desc := C.rmmgo_call_cudaGetErrorString(c.tbl, C.int32_t(code)); desc != nil {
+		t.desc = C.GoString(desc)
 	}
 	// The runtime names codes it does not know "unrecognized error code";
 	// keep a name that says which code it was.
@@ -834,15 +357,15 @@ func (c *cudaRuntime) check(fn string, code C.int32_t) error {
 // peekAtLastError reports the calling thread's last CUDA error without
 // clearing it (for tests: rmmgo's calls must leave it clean).
 func (c *cudaRuntime) peekAtLastError() ErrorCode {
-	return ErrorCode(C.rmmgo_peek_at_last_error(c.tbl))
+	return ErrorCode(C.rmmgo_call_cudaPeekAtLastError(c.tbl))
 }
 
 // deviceArg converts a device ordinal for C, or reports it invalid.
-func (c *cudaRuntime) deviceArg(fn string, dev int) (C.int32_t, error) {
+func (c *cudaRuntime) deviceArg(fn string, dev int) (C.int, error) {
 	if dev < math.MinInt32 || dev > math.MaxInt32 {
 		return 0, c.newError(fn, ErrorInvalidDevice)
 	}
-	return C.int32_t(dev), nil
+	return C.int(dev), nil
 }
 
 // Backend reports BackendCUDA.
@@ -862,20 +385,20 @@ func (c *cudaRuntime) ErrorString(code ErrorCode) string { return c.errorText(co
 
 // GetDeviceCount is cudaGetDeviceCount.
 func (c *cudaRuntime) GetDeviceCount() (int, error) {
-	r := C.rmmgo_get_device_count(c.tbl)
+	r := C.rmmgo_call_cudaGetDeviceCount(c.tbl)
 	if r.err != 0 {
 		return 0, c.newError("cudaGetDeviceCount", ErrorCode(r.err))
 	}
-	return int(r.value), nil
+	return int(r.count), nil
 }
 
 // GetDevice is cudaGetDevice: the calling OS thread's current device.
 func (c *cudaRuntime) GetDevice() (int, error) {
-	r := C.rmmgo_get_device(c.tbl)
+	r := C.rmmgo_call_cudaGetDevice(c.tbl)
 	if r.err != 0 {
 		return 0, c.newError("cudaGetDevice", ErrorCode(r.err))
 	}
-	return int(r.value), nil
+	return int(r.device), nil
 }
 
 // SetDevice is cudaSetDevice: it sets the calling OS thread's current device.
@@ -884,7 +407,7 @@ func (c *cudaRuntime) SetDevice(dev int) error {
 	if err != nil {
 		return err
 	}
-	return c.check("cudaSetDevice", C.rmmgo_set_device(c.tbl, d))
+	return c.check("cudaSetDevice", C.rmmgo_call_cudaSetDevice(c.tbl, d))
 }
 
 // DeviceGetAttribute is cudaDeviceGetAttribute.
@@ -893,7 +416,7 @@ func (c *cudaRuntime) DeviceGetAttribute(attr DeviceAttr, dev int) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	r := C.rmmgo_device_get_attribute(c.tbl, C.int32_t(attr), d)
+	r := C.rmmgo_call_cudaDeviceGetAttribute(c.tbl, C.int32_t(attr), d)
 	if r.err != 0 {
 		return 0, c.newError("cudaDeviceGetAttribute", ErrorCode(r.err))
 	}
@@ -902,12 +425,12 @@ func (c *cudaRuntime) DeviceGetAttribute(attr DeviceAttr, dev int) (int, error) 
 
 // DeviceSynchronize is cudaDeviceSynchronize.
 func (c *cudaRuntime) DeviceSynchronize() error {
-	return c.check("cudaDeviceSynchronize", C.rmmgo_device_synchronize(c.tbl))
+	return c.check("cudaDeviceSynchronize", C.rmmgo_call_cudaDeviceSynchronize(c.tbl))
 }
 
 // MemGetInfo is cudaMemGetInfo, for the current device.
 func (c *cudaRuntime) MemGetInfo() (free, total uint64, err error) {
-	r := C.rmmgo_mem_get_info(c.tbl)
+	r := C.rmmgo_call_cudaMemGetInfo(c.tbl)
 	if r.err != 0 {
 		return 0, 0, c.newError("cudaMemGetInfo", ErrorCode(r.err))
 	}
@@ -916,100 +439,116 @@ func (c *cudaRuntime) MemGetInfo() (free, total uint64, err error) {
 
 // Malloc is cudaMalloc.
 func (c *cudaRuntime) Malloc(size uintptr) (uintptr, error) {
-	r := C.rmmgo_malloc(c.tbl, C.size_t(size))
+	r := C.rmmgo_call_cudaMalloc(c.tbl, C.size_t(size))
 	if r.err != 0 {
 		return 0, c.newError("cudaMalloc", ErrorCode(r.err))
 	}
-	return uintptr(r.value), nil
+	return uintptr(r.devPtr), nil
 }
 
 // Free is cudaFree.
 func (c *cudaRuntime) Free(ptr uintptr) error {
-	return c.check("cudaFree", C.rmmgo_free(c.tbl, C.uintptr_t(ptr)))
+	return c.check("cudaFree", C.rmmgo_call_cudaFree(c.tbl, C.uintptr_t(ptr)))
 }
 
 // MallocManaged is cudaMallocManaged.
 func (c *cudaRuntime) MallocManaged(size uintptr, flags uint32) (uintptr, error) {
-	r := C.rmmgo_malloc_managed(c.tbl, C.size_t(size), C.uint32_t(flags))
+	r := C.rmmgo_call_cudaMallocManaged(c.tbl, C.size_t(size), C.uint(flags))
 	if r.err != 0 {
 		return 0, c.newError("cudaMallocManaged", ErrorCode(r.err))
 	}
-	return uintptr(r.value), nil
+	return uintptr(r.devPtr), nil
 }
 
 // HostAlloc is cudaHostAlloc.
 func (c *cudaRuntime) HostAlloc(size uintptr, flags uint32) (uintptr, error) {
-	r := C.rmmgo_host_alloc(c.tbl, C.size_t(size), C.uint32_t(flags))
+	r := C.rmmgo_call_cudaHostAlloc(c.tbl, C.size_t(size), C.uint(flags))
 	if r.err != 0 {
 		return 0, c.newError("cudaHostAlloc", ErrorCode(r.err))
 	}
-	return uintptr(r.value), nil
+	return uintptr(r.pHost), nil
 }
 
 // FreeHost is cudaFreeHost.
 func (c *cudaRuntime) FreeHost(ptr uintptr) error {
-	return c.check("cudaFreeHost", C.rmmgo_free_host(c.tbl, C.uintptr_t(ptr)))
+	return c.check("cudaFreeHost", C.rmmgo_call_cudaFreeHost(c.tbl, C.uintptr_t(ptr)))
 }
 
 // MallocAsync is cudaMallocAsync.
 func (c *cudaRuntime) MallocAsync(size uintptr, stream Stream) (uintptr, error) {
-	r := C.rmmgo_malloc_async(c.tbl, C.size_t(size), C.uintptr_t(stream))
+	r := C.rmmgo_call_cudaMallocAsync(c.tbl, C.size_t(size), C.uintptr_t(stream))
 	if r.err != 0 {
 		return 0, c.newError("cudaMallocAsync", ErrorCode(r.err))
 	}
-	return uintptr(r.value), nil
+	return uintptr(r.devPtr), nil
 }
 
 // MallocFromPoolAsync is cudaMallocFromPoolAsync.
 func (c *cudaRuntime) MallocFromPoolAsync(size uintptr, pool MemPool, stream Stream) (uintptr, error) {
-	r := C.rmmgo_malloc_from_pool_async(c.tbl, C.size_t(size), C.uintptr_t(pool), C.uintptr_t(stream))
+	r := C.rmmgo_call_cudaMallocFromPoolAsync(c.tbl, C.size_t(size), C.uintptr_t(pool), C.uintptr_t(stream))
 	if r.err != 0 {
 		return 0, c.newError("cudaMallocFromPoolAsync", ErrorCode(r.err))
 	}
-	return uintptr(r.value), nil
+	return uintptr(r.ptr), nil
 }
 
 // FreeAsync is cudaFreeAsync.
 func (c *cudaRuntime) FreeAsync(ptr uintptr, stream Stream) error {
-	return c.check("cudaFreeAsync", C.rmmgo_free_async(c.tbl, C.uintptr_t(ptr), C.uintptr_t(stream)))
+	return c.check("cudaFreeAsync", C.rmmgo_call_cudaFreeAsync(c.tbl, C.uintptr_t(ptr), C.uintptr_t(stream)))
 }
 
 // MemPoolCreate is cudaMemPoolCreate. It lays props out as CUDA's 88-byte
 // cudaMemPoolProps with every other field zero.
 func (c *cudaRuntime) MemPoolCreate(props MemPoolProps) (MemPool, error) {
-	r := C.rmmgo_mem_pool_create(c.tbl, C.int32_t(props.AllocType), C.int32_t(props.HandleTypes),
-		C.int32_t(props.Location.Type), C.int32_t(props.Location.ID), C.uint64_t(props.MaxSize))
+	var p C.rmmgo_cudaMemPoolProps // zeroed, as CUDA wants the fields rmmgo does not set
+	p.allocType = C.rmmgo_cudaMemAllocationType(props.AllocType)
+	p.handleTypes = C.rmmgo_cudaMemAllocationHandleType(props.HandleTypes)
+	p.location = cLocation(props.Location)
+	p.maxSize = C.size_t(props.MaxSize)
+	r := C.rmmgo_call_cudaMemPoolCreate(c.tbl, p)
 	if r.err != 0 {
 		return 0, c.newError("cudaMemPoolCreate", ErrorCode(r.err))
 	}
-	return MemPool(r.value), nil
+	return MemPool(r.pool), nil
 }
 
 // MemPoolDestroy is cudaMemPoolDestroy.
 func (c *cudaRuntime) MemPoolDestroy(pool MemPool) error {
-	return c.check("cudaMemPoolDestroy", C.rmmgo_mem_pool_destroy(c.tbl, C.uintptr_t(pool)))
+	return c.check("cudaMemPoolDestroy", C.rmmgo_call_cudaMemPoolDestroy(c.tbl, C.uintptr_t(pool)))
 }
 
 // MemPoolSetAttribute is cudaMemPoolSetAttribute. The reuse attributes are
 // int flags in CUDA: any non-zero value sets them.
 func (c *cudaRuntime) MemPoolSetAttribute(pool MemPool, attr MemPoolAttr, value uint64) error {
+	if isIntPoolAttr(attr) && value != 0 {
+		value = 1
+	}
 	return c.check("cudaMemPoolSetAttribute",
-		C.rmmgo_mem_pool_set_attribute(c.tbl, C.uintptr_t(pool), C.int32_t(attr), C.uint64_t(value)))
+		C.rmmgo_call_cudaMemPoolSetAttribute(c.tbl, C.uintptr_t(pool), C.int32_t(attr), C.uint64_t(value)))
+}
+
+// isIntPoolAttr: CUDA reads and writes the reuse attributes as an int, the
+// others as 64 bits.
+func isIntPoolAttr(attr MemPoolAttr) bool {
+	return attr >= MemPoolReuseFollowEventDependencies && attr <= MemPoolReuseAllowInternalDependencies
 }
 
 // MemPoolGetAttribute is cudaMemPoolGetAttribute; the reuse attributes read
 // as 0 or 1.
 func (c *cudaRuntime) MemPoolGetAttribute(pool MemPool, attr MemPoolAttr) (uint64, error) {
-	r := C.rmmgo_mem_pool_get_attribute(c.tbl, C.uintptr_t(pool), C.int32_t(attr))
+	r := C.rmmgo_call_cudaMemPoolGetAttribute(c.tbl, C.uintptr_t(pool), C.int32_t(attr))
 	if r.err != 0 {
 		return 0, c.newError("cudaMemPoolGetAttribute", ErrorCode(r.err))
+	}
+	if isIntPoolAttr(attr) {
+		return uint64(uint32(r.value)), nil
 	}
 	return uint64(r.value), nil
 }
 
 // MemPoolTrimTo is cudaMemPoolTrimTo.
 func (c *cudaRuntime) MemPoolTrimTo(pool MemPool, minBytesToKeep uintptr) error {
-	return c.check("cudaMemPoolTrimTo", C.rmmgo_mem_pool_trim_to(c.tbl, C.uintptr_t(pool), C.size_t(minBytesToKeep)))
+	return c.check("cudaMemPoolTrimTo", C.rmmgo_call_cudaMemPoolTrimTo(c.tbl, C.uintptr_t(pool), C.size_t(minBytesToKeep)))
 }
 
 // DeviceGetDefaultMemPool is cudaDeviceGetDefaultMemPool.
@@ -1018,36 +557,36 @@ func (c *cudaRuntime) DeviceGetDefaultMemPool(dev int) (MemPool, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.rmmgo_device_get_default_mem_pool(c.tbl, d)
+	r := C.rmmgo_call_cudaDeviceGetDefaultMemPool(c.tbl, d)
 	if r.err != 0 {
 		return 0, c.newError("cudaDeviceGetDefaultMemPool", ErrorCode(r.err))
 	}
-	return MemPool(r.value), nil
+	return MemPool(r.memPool), nil
 }
 
 // StreamCreate is cudaStreamCreateWithFlags.
 func (c *cudaRuntime) StreamCreate(flags uint32) (Stream, error) {
-	r := C.rmmgo_stream_create(c.tbl, C.uint32_t(flags))
+	r := C.rmmgo_call_cudaStreamCreateWithFlags(c.tbl, C.uint(flags))
 	if r.err != 0 {
 		return 0, c.newError("cudaStreamCreateWithFlags", ErrorCode(r.err))
 	}
-	return Stream(r.value), nil
+	return Stream(r.pStream), nil
 }
 
 // StreamDestroy is cudaStreamDestroy.
 func (c *cudaRuntime) StreamDestroy(s Stream) error {
-	return c.check("cudaStreamDestroy", C.rmmgo_stream_destroy(c.tbl, C.uintptr_t(s)))
+	return c.check("cudaStreamDestroy", C.rmmgo_call_cudaStreamDestroy(c.tbl, C.uintptr_t(s)))
 }
 
 // StreamSynchronize is cudaStreamSynchronize.
 func (c *cudaRuntime) StreamSynchronize(s Stream) error {
-	return c.check("cudaStreamSynchronize", C.rmmgo_stream_synchronize(c.tbl, C.uintptr_t(s)))
+	return c.check("cudaStreamSynchronize", C.rmmgo_call_cudaStreamSynchronize(c.tbl, C.uintptr_t(s)))
 }
 
 // StreamQuery is cudaStreamQuery: nil when all work is done, an *Error with
 // ErrorNotReady while work is pending.
 func (c *cudaRuntime) StreamQuery(s Stream) error {
-	switch code := C.rmmgo_stream_query(c.tbl, C.uintptr_t(s)); code {
+	switch code := C.rmmgo_call_cudaStreamQuery(c.tbl, C.uintptr_t(s)); code {
 	case 0:
 		return nil
 	case C.int32_t(ErrorNotReady):
@@ -1059,68 +598,73 @@ func (c *cudaRuntime) StreamQuery(s Stream) error {
 
 // StreamWaitEvent is cudaStreamWaitEvent with no flags.
 func (c *cudaRuntime) StreamWaitEvent(s Stream, e Event) error {
-	return c.check("cudaStreamWaitEvent", C.rmmgo_stream_wait_event(c.tbl, C.uintptr_t(s), C.uintptr_t(e)))
+	return c.check("cudaStreamWaitEvent", C.rmmgo_call_cudaStreamWaitEvent(c.tbl, C.uintptr_t(s), C.uintptr_t(e), 0))
 }
 
-// streamIDRuntime is cudaStreamGetId through the runtime only, and
-// driverStreamID whether StreamGetID asks the driver first (for tests).
+// streamIDRuntime is cudaStreamGetId through the runtime only.
 func (c *cudaRuntime) streamIDRuntime(s Stream) (uint64, error) {
-	r := C.rmmgo_stream_get_id_runtime(c.tbl, C.uintptr_t(s))
+	r := C.rmmgo_call_cudaStreamGetId(c.tbl, C.uintptr_t(s))
 	if r.err != 0 {
 		return 0, c.newError("cudaStreamGetId", ErrorCode(r.err))
 	}
-	return uint64(r.value), nil
+	return uint64(r.streamId), nil
 }
 
-func (c *cudaRuntime) driverStreamID() bool { return C.rmmgo_has_driver_stream_id(c.tbl) != 0 }
-
 // StreamGetIDFuncs returns the addresses of the stream-id function in use
-// (the driver's cuStreamGetId when libcuda.so.1 has it, else the runtime's
-// cudaStreamGetId; both return 0 on success) and of cudaGetLastError when r
-// is the CUDA backend, else zeros. C code that must
-// know a stream by its id without entering Go (the C ABI's per-thread cache)
-// calls them directly; the second clears the thread's last error after a
-// failed first, as every call here does.
+// (the driver's cuStreamGetId where the runtime hands it out, CUDA 12.5 and
+// later, else the runtime's cudaStreamGetId; both return 0 on success) and
+// of cudaGetLastError when r is the CUDA backend, else zeros. C code that
+// must know a stream by its id without entering Go (the C ABI's per-thread
+// cache) calls them directly; the second clears the thread's last error
+// after a failed first, as every call here does.
 func StreamGetIDFuncs(r Runtime) (getID, getLastError uintptr) {
 	c, ok := r.(*cudaRuntime)
 	if !ok || c == nil {
 		return 0, 0
 	}
-	return uintptr(C.rmmgo_addr_stream_get_id(c.tbl)), uintptr(C.rmmgo_addr_get_last_error(c.tbl))
+	getID = c.slot("cuStreamGetId")
+	if getID == 0 {
+		getID = c.slot("cudaStreamGetId")
+	}
+	return getID, c.slot("cudaGetLastError")
 }
 
-// StreamGetID is cudaStreamGetId.
+// StreamGetID is cudaStreamGetId. It asks the driver's cuStreamGetId
+// first, which takes no process-wide lock; on any failure there (no current
+// context on this thread, say) it asks the runtime, whose error is the one
+// reported.
 func (c *cudaRuntime) StreamGetID(s Stream) (uint64, error) {
-	r := C.rmmgo_stream_get_id(c.tbl, C.uintptr_t(s))
-	if r.err != 0 {
-		return 0, c.newError("cudaStreamGetId", ErrorCode(r.err))
+	if c.driverStreamID {
+		if r := C.rmmgo_call_cuStreamGetId(c.tbl, C.uintptr_t(s)); r.err == 0 {
+			return uint64(r.streamId), nil
+		}
 	}
-	return uint64(r.value), nil
+	return c.streamIDRuntime(s)
 }
 
 // EventCreate is cudaEventCreateWithFlags.
 func (c *cudaRuntime) EventCreate(flags uint32) (Event, error) {
-	r := C.rmmgo_event_create(c.tbl, C.uint32_t(flags))
+	r := C.rmmgo_call_cudaEventCreateWithFlags(c.tbl, C.uint(flags))
 	if r.err != 0 {
 		return 0, c.newError("cudaEventCreateWithFlags", ErrorCode(r.err))
 	}
-	return Event(r.value), nil
+	return Event(r.event), nil
 }
 
 // EventDestroy is cudaEventDestroy.
 func (c *cudaRuntime) EventDestroy(e Event) error {
-	return c.check("cudaEventDestroy", C.rmmgo_event_destroy(c.tbl, C.uintptr_t(e)))
+	return c.check("cudaEventDestroy", C.rmmgo_call_cudaEventDestroy(c.tbl, C.uintptr_t(e)))
 }
 
 // EventRecord is cudaEventRecord.
 func (c *cudaRuntime) EventRecord(e Event, s Stream) error {
-	return c.check("cudaEventRecord", C.rmmgo_event_record(c.tbl, C.uintptr_t(e), C.uintptr_t(s)))
+	return c.check("cudaEventRecord", C.rmmgo_call_cudaEventRecord(c.tbl, C.uintptr_t(e), C.uintptr_t(s)))
 }
 
 // EventQuery is cudaEventQuery: nil when the event has completed, an *Error
 // with ErrorNotReady before.
 func (c *cudaRuntime) EventQuery(e Event) error {
-	switch code := C.rmmgo_event_query(c.tbl, C.uintptr_t(e)); code {
+	switch code := C.rmmgo_call_cudaEventQuery(c.tbl, C.uintptr_t(e)); code {
 	case 0:
 		return nil
 	case C.int32_t(ErrorNotReady):
@@ -1132,45 +676,42 @@ func (c *cudaRuntime) EventQuery(e Event) error {
 
 // EventSynchronize is cudaEventSynchronize.
 func (c *cudaRuntime) EventSynchronize(e Event) error {
-	return c.check("cudaEventSynchronize", C.rmmgo_event_synchronize(c.tbl, C.uintptr_t(e)))
+	return c.check("cudaEventSynchronize", C.rmmgo_call_cudaEventSynchronize(c.tbl, C.uintptr_t(e)))
 }
 
 // Memcpy is cudaMemcpy.
 func (c *cudaRuntime) Memcpy(dst, src, n uintptr, kind MemcpyKind) error {
-	return c.check("cudaMemcpy", C.rmmgo_memcpy(c.tbl, C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int32_t(kind)))
+	return c.check("cudaMemcpy", C.rmmgo_call_cudaMemcpy(c.tbl, C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int32_t(kind)))
 }
 
 // MemcpyAsync is cudaMemcpyAsync.
 func (c *cudaRuntime) MemcpyAsync(dst, src, n uintptr, kind MemcpyKind, s Stream) error {
 	return c.check("cudaMemcpyAsync",
-		C.rmmgo_memcpy_async(c.tbl, C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int32_t(kind), C.uintptr_t(s)))
+		C.rmmgo_call_cudaMemcpyAsync(c.tbl, C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.int32_t(kind), C.uintptr_t(s)))
 }
 
 // Memset is cudaMemset; like CUDA, it writes the low byte of value.
 func (c *cudaRuntime) Memset(ptr uintptr, value int, n uintptr) error {
-	return c.check("cudaMemset", C.rmmgo_memset(c.tbl, C.uintptr_t(ptr), C.int(int32(value)), C.size_t(n)))
+	return c.check("cudaMemset", C.rmmgo_call_cudaMemset(c.tbl, C.uintptr_t(ptr), C.int(int32(value)), C.size_t(n)))
 }
 
 // MemsetAsync is cudaMemsetAsync; like CUDA, it writes the low byte of value.
 func (c *cudaRuntime) MemsetAsync(ptr uintptr, value int, n uintptr, s Stream) error {
 	return c.check("cudaMemsetAsync",
-		C.rmmgo_memset_async(c.tbl, C.uintptr_t(ptr), C.int(int32(value)), C.size_t(n), C.uintptr_t(s)))
+		C.rmmgo_call_cudaMemsetAsync(c.tbl, C.uintptr_t(ptr), C.int(int32(value)), C.size_t(n), C.uintptr_t(s)))
 }
 
 // legacyDevice turns a location into CUDA 12's int device argument: a device
 // ordinal, cudaCpuDeviceId for the host, cudaInvalidDeviceId for no location
 // (the advice kinds that ignore it). Host NUMA locations have no such form.
-func (c *cudaRuntime) legacyDevice(fn string, hasLocation bool, loc MemLocation) (C.int32_t, error) {
-	if hasLocation {
-		return 0, nil
-	}
+func (c *cudaRuntime) legacyDevice(fn string, loc MemLocation) (C.int, error) {
 	switch loc.Type {
 	case MemLocationTypeDevice:
-		return C.int32_t(loc.ID), nil
+		return C.int(loc.ID), nil
 	case MemLocationTypeHost:
-		return C.int32_t(CPUDeviceID), nil
+		return C.int(CPUDeviceID), nil
 	case MemLocationTypeInvalid:
-		return C.int32_t(InvalidDeviceID), nil
+		return C.int(InvalidDeviceID), nil
 	default:
 		return 0, &Error{Code: ErrorInvalidValue, Name: c.errorText(ErrorInvalidValue).name,
 			Desc: fmt.Sprintf("memory location type %d needs CUDA runtime 12.2 or later (this is %s)",
@@ -1183,36 +724,50 @@ func (c *cudaRuntime) legacyDevice(fn string, hasLocation bool, loc MemLocation)
 // cudaMemPrefetchAsync with the location; on CUDA 12.2+ cudaMemPrefetchAsync_v2;
 // on CUDA 12.0 and 12.1 cudaMemPrefetchAsync with a device (host: cudaCpuDeviceId).
 func (c *cudaRuntime) MemPrefetchAsync(ptr, n uintptr, loc MemLocation, s Stream) error {
-	dev, err := c.legacyDevice(c.prefetchFunc, c.prefetchLocation, loc)
+	if c.prefetchLocation {
+		return c.check(c.prefetchFunc, C.rmmgo_call_cudaMemPrefetchAsync_location(c.tbl,
+			C.uintptr_t(ptr), C.size_t(n), cLocation(loc), 0, C.uintptr_t(s)))
+	}
+	dev, err := c.legacyDevice(c.prefetchFunc, loc)
 	if err != nil {
 		return err
 	}
-	return c.check(c.prefetchFunc, C.rmmgo_mem_prefetch_async(c.tbl, C.uintptr_t(ptr), C.size_t(n),
-		C.int32_t(loc.Type), C.int32_t(loc.ID), dev, C.uintptr_t(s)))
+	return c.check(c.prefetchFunc, C.rmmgo_call_cudaMemPrefetchAsync_device(c.tbl,
+		C.uintptr_t(ptr), C.size_t(n), dev, C.uintptr_t(s)))
 }
 
 // MemAdvise advises CUDA about managed memory. The function it calls is
 // chosen by version as for MemPrefetchAsync.
 func (c *cudaRuntime) MemAdvise(ptr, n uintptr, advice MemoryAdvise, loc MemLocation) error {
-	dev, err := c.legacyDevice(c.adviseFunc, c.adviseLocation, loc)
+	if c.adviseLocation {
+		return c.check(c.adviseFunc, C.rmmgo_call_cudaMemAdvise_location(c.tbl,
+			C.uintptr_t(ptr), C.size_t(n), C.int32_t(advice), cLocation(loc)))
+	}
+	dev, err := c.legacyDevice(c.adviseFunc, loc)
 	if err != nil {
 		return err
 	}
-	return c.check(c.adviseFunc, C.rmmgo_mem_advise(c.tbl, C.uintptr_t(ptr), C.size_t(n), C.int32_t(advice),
-		C.int32_t(loc.Type), C.int32_t(loc.ID), dev))
+	return c.check(c.adviseFunc, C.rmmgo_call_cudaMemAdvise_device(c.tbl,
+		C.uintptr_t(ptr), C.size_t(n), C.int32_t(advice), dev))
+}
+
+// cLocation lays loc out as CUDA's cudaMemLocation.
+func cLocation(loc MemLocation) C.rmmgo_cudaMemLocation {
+	return C.rmmgo_cudaMemLocation{_type: C.rmmgo_cudaMemLocationType(loc.Type), id: C.int(loc.ID)}
 }
 
 // PointerGetAttributes is cudaPointerGetAttributes.
 func (c *cudaRuntime) PointerGetAttributes(ptr uintptr) (PointerAttributes, error) {
-	r := C.rmmgo_pointer_get_attributes(c.tbl, C.uintptr_t(ptr))
+	r := C.rmmgo_call_cudaPointerGetAttributes(c.tbl, C.uintptr_t(ptr))
 	if r.err != 0 {
 		return PointerAttributes{}, c.newError("cudaPointerGetAttributes", ErrorCode(r.err))
 	}
+	a := r.attributes
 	return PointerAttributes{
-		Type:          MemoryType(r._type),
-		Device:        int(r.device),
-		DevicePointer: uintptr(r.devicePointer),
-		HostPointer:   uintptr(r.hostPointer),
+		Type:          MemoryType(a._type),
+		Device:        int(a.device),
+		DevicePointer: uintptr(a.devicePointer),
+		HostPointer:   uintptr(a.hostPointer),
 	}, nil
 }
 

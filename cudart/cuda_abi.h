@@ -5,16 +5,20 @@
  * Nothing here comes from NVIDIA's headers: the package must build where no
  * CUDA toolkit is installed. Two programs include this file:
  *
- *   - the cgo preamble of cuda.go, which calls the runtime through these
- *     function-pointer types with the rmmgo_* stand-in types below;
- *   - cudart/check/decl_check.cu, which includes the real <cuda_runtime_api.h>
+ *   - the cgo build (cuda.go, through calls_generated.h), which calls the
+ *     runtime through these function-pointer types with the rmmgo_*
+ *     stand-in types below;
+ *   - cudart/check/decl_check.cpp, which includes the real <cuda_runtime_api.h>
  *     first and defines RMMGO_ABI_USE_CUDA_TYPES, so that the very same
  *     function-pointer declarations are spelled with CUDA's own types and the
  *     compiler can compare them with the real functions. The check also
  *     compares every stand-in type and struct field below with CUDA's.
  *
- * When you add a struct, a field or a function type here, add its line to
- * decl_check.cu (fields, sizes) or to FuncDecls in decls.go (functions).
+ * The functions themselves are listed once, in internal/abi; go generate
+ * writes their types (abi_funcs_generated.h, included at the end) and the
+ * trampolines that call them. When you add a struct, a field or a stand-in
+ * type here, add its lines to decl_check.cpp (sizes, fields) and, for a type
+ * parameters use, to the generator's cTypes (internal/cudagen).
  */
 #ifndef RMMGO_CUDA_ABI_H
 #define RMMGO_CUDA_ABI_H
@@ -67,8 +71,8 @@ typedef struct rmmgo_cudaMemPoolProps {
 typedef struct rmmgo_cudaPointerAttributes {
 	rmmgo_cudaMemoryType type; /* offset 0 */
 	int device;                /* offset 4 */
-	void *devicePointer;       /* offset 8 */
-	void *hostPointer;         /* offset 16 */
+	uintptr_t devicePointer;   /* offset 8: CUDA's void *, kept as an integer */
+	uintptr_t hostPointer;     /* offset 16: (Go must never take them for its pointers) */
 	unsigned char reserved[64]; /* offset 24: CUDA 13's reserved space */
 } rmmgo_cudaPointerAttributes;
 
@@ -85,8 +89,8 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttribut
 #endif
 
 /*
- * The types the function-pointer declarations below are spelled with: ours
- * in the cgo build, CUDA's own in decl_check.cu.
+ * The types the function-pointer declarations are spelled with: ours in the
+ * cgo build, CUDA's own in decl_check.cpp.
  */
 #ifdef RMMGO_ABI_USE_CUDA_TYPES
 #define RMMGO_ERR cudaError_t
@@ -118,80 +122,10 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttribut
 #define RMMGO_ENTRYSTATUS int32_t /* enum cudaDriverEntryPointQueryResult */
 #endif
 
-/* Errors and versions. */
-typedef const char *(*rmmgo_fn_cudaGetErrorName)(RMMGO_ERR error);
-typedef const char *(*rmmgo_fn_cudaGetErrorString)(RMMGO_ERR error);
-typedef RMMGO_ERR (*rmmgo_fn_cudaGetLastError)(void);
-/* CUDA 12.5+: a driver function of the runtime's own driver, by ABI version. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaGetDriverEntryPointByVersion)(const char *symbol, void **funcPtr,
-	unsigned int cudaVersion, unsigned long long flags, RMMGO_ENTRYSTATUS *driverStatus);
-typedef RMMGO_ERR (*rmmgo_fn_cudaPeekAtLastError)(void);
-typedef RMMGO_ERR (*rmmgo_fn_cudaRuntimeGetVersion)(int *runtimeVersion);
-typedef RMMGO_ERR (*rmmgo_fn_cudaDriverGetVersion)(int *driverVersion);
-
-/* Devices. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaGetDeviceCount)(int *count);
-typedef RMMGO_ERR (*rmmgo_fn_cudaGetDevice)(int *device);
-typedef RMMGO_ERR (*rmmgo_fn_cudaSetDevice)(int device);
-typedef RMMGO_ERR (*rmmgo_fn_cudaDeviceGetAttribute)(int *value, RMMGO_DEVATTR attr, int device);
-typedef RMMGO_ERR (*rmmgo_fn_cudaDeviceSynchronize)(void);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemGetInfo)(size_t *free, size_t *total);
-
-/* Plain allocations. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaMalloc)(void **devPtr, size_t size);
-typedef RMMGO_ERR (*rmmgo_fn_cudaFree)(void *devPtr);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMallocManaged)(void **devPtr, size_t size, unsigned int flags);
-typedef RMMGO_ERR (*rmmgo_fn_cudaHostAlloc)(void **pHost, size_t size, unsigned int flags);
-typedef RMMGO_ERR (*rmmgo_fn_cudaFreeHost)(void *ptr);
-
-/* Stream-ordered allocations and memory pools. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaMallocAsync)(void **devPtr, size_t size, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMallocFromPoolAsync)(void **ptr, size_t size, RMMGO_POOL pool, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaFreeAsync)(void *devPtr, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPoolCreate)(RMMGO_POOL *pool, const RMMGO_POOLPROPS *props);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPoolDestroy)(RMMGO_POOL pool);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPoolSetAttribute)(RMMGO_POOL pool, RMMGO_POOLATTR attr, void *value);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPoolGetAttribute)(RMMGO_POOL pool, RMMGO_POOLATTR attr, void *value);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPoolTrimTo)(RMMGO_POOL pool, size_t minBytesToKeep);
-typedef RMMGO_ERR (*rmmgo_fn_cudaDeviceGetDefaultMemPool)(RMMGO_POOL *pool, int device);
-
-/* Streams and events. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaStreamCreateWithFlags)(RMMGO_STREAM *stream, unsigned int flags);
-typedef RMMGO_ERR (*rmmgo_fn_cudaStreamDestroy)(RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaStreamSynchronize)(RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaStreamQuery)(RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaStreamWaitEvent)(RMMGO_STREAM stream, RMMGO_EVENT event, unsigned int flags);
-typedef RMMGO_ERR (*rmmgo_fn_cudaStreamGetId)(RMMGO_STREAM stream, unsigned long long *streamId);
-/* The driver's cuStreamGetId (CUDA 12.0+, found through
- * cudaGetDriverEntryPointByVersion; a CUstream is a cudaStream_t): the same id, but the runtime's call takes a process-wide
- * lock (about 10 M calls/s from any number of threads on an H200 host) and
- * the driver's does not (390 M/s from 16 threads). */
-typedef RMMGO_CURESULT (*rmmgo_drvfn_cuStreamGetId)(RMMGO_STREAM hStream, unsigned long long *streamId);
-typedef RMMGO_ERR (*rmmgo_fn_cudaEventCreateWithFlags)(RMMGO_EVENT *event, unsigned int flags);
-typedef RMMGO_ERR (*rmmgo_fn_cudaEventDestroy)(RMMGO_EVENT event);
-typedef RMMGO_ERR (*rmmgo_fn_cudaEventRecord)(RMMGO_EVENT event, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaEventQuery)(RMMGO_EVENT event);
-typedef RMMGO_ERR (*rmmgo_fn_cudaEventSynchronize)(RMMGO_EVENT event);
-
-/* Copies and fills. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemcpy)(void *dst, const void *src, size_t count, RMMGO_MEMCPYKIND kind);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemcpyAsync)(void *dst, const void *src, size_t count, RMMGO_MEMCPYKIND kind, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemset)(void *devPtr, int value, size_t count);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemsetAsync)(void *devPtr, int value, size_t count, RMMGO_STREAM stream);
-
 /*
- * Managed-memory hints, in their two shapes:
- *   ..._location: CUDA 13's cudaMemPrefetchAsync / cudaMemAdvise, and
- *                 CUDA 12.2+'s cudaMemPrefetchAsync_v2 / cudaMemAdvise_v2;
- *   ..._device:   CUDA 12's cudaMemPrefetchAsync / cudaMemAdvise (an int device,
- *                 cudaCpuDeviceId for the host).
+ * The function-pointer types, rmmgo_fn_<name>: generated from the list of
+ * functions in internal/abi (go generate), spelled with the names above.
  */
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPrefetchAsync_location)(const void *devPtr, size_t count, RMMGO_LOCATION location, unsigned int flags, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemPrefetchAsync_device)(const void *devPtr, size_t count, int dstDevice, RMMGO_STREAM stream);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemAdvise_location)(const void *devPtr, size_t count, RMMGO_ADVISE advice, RMMGO_LOCATION location);
-typedef RMMGO_ERR (*rmmgo_fn_cudaMemAdvise_device)(const void *devPtr, size_t count, RMMGO_ADVISE advice, int device);
-
-/* Pointers. */
-typedef RMMGO_ERR (*rmmgo_fn_cudaPointerGetAttributes)(RMMGO_PTRATTR *attributes, const void *ptr);
+#include "abi_funcs_generated.h"
 
 #endif /* RMMGO_CUDA_ABI_H */

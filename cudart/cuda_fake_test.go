@@ -39,9 +39,10 @@ func fakeCountError(code int) fakeOption {
 }
 
 const (
-	fakeWithV2      fakeOption = "FAKE_HAVE_V2"
-	fakeOmitSomeFns fakeOption = "FAKE_OMIT_REQUIRED"
-	fakeNoLog       fakeOption = "-nolog" // not a -D: build without a journal
+	fakeWithV2        fakeOption = "FAKE_HAVE_V2"
+	fakeNoDriverEntry fakeOption = "FAKE_NO_DRIVER_ENTRY"
+	fakeOmitSomeFns   fakeOption = "FAKE_OMIT_REQUIRED"
+	fakeNoLog         fakeOption = "-nolog" // not a -D: build without a journal
 )
 
 // fakeCC finds the C compiler the fake is built with, or skips the test.

@@ -294,7 +294,7 @@ func TestCUDAGPUStreamsEventsPools(t *testing.T) {
 // stream, from a thread that has made no other CUDA call too.
 func TestCUDAGPUStreamIDFromDriver(t *testing.T) {
 	c := openRealCUDA(t)
-	require.True(t, c.driverStreamID(), "libcuda.so.1 has cuStreamGetId (CUDA 12.0+)")
+	require.True(t, c.driverStreamID, "libcuda.so.1 has cuStreamGetId (CUDA 12.0+)")
 	onDevice(t, c, 0)
 	s, err := c.StreamCreate(StreamFlagNonBlocking)
 	require.NoError(t, err)

@@ -376,6 +376,74 @@ func TestCUDAFakeStreamsAndEvents(t *testing.T) {
 	assert.Equal(t, Success, c.peekAtLastError())
 }
 
+// TestCUDAFakeDriverStreamID: where the runtime has
+// cudaGetDriverEntryPointByVersion (12.5 and later), stream ids come from the
+// driver's cuStreamGetId, asked for in its 12.0 ABI, and the runtime's call
+// answers only when the driver's fails; elsewhere the runtime's call does.
+// StreamGetIDFuncs hands C the function in use.
+func TestCUDAFakeDriverStreamID(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		opts   []fakeOption
+		driver bool
+	}{
+		{"CUDA 13.0", nil, true},
+		{"CUDA 12.5", []fakeOption{fakeVersion(12050)}, true},
+		{"CUDA 12.4", []fakeOption{fakeVersion(12040)}, false},
+		{"no entry point", []fakeOption{fakeNoDriverEntry}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lib := buildFake(t, tt.opts...)
+			var c *cudaRuntime
+			opened := lib.calls(t, func() {
+				rt, err := OpenCUDA(lib.path)
+				require.NoError(t, err)
+				c = rt.(*cudaRuntime)
+			})
+			assert.Equal(t, tt.driver, c.driverStreamID)
+			if tt.driver {
+				assert.Contains(t, opened, "cudaGetDriverEntryPointByVersion symbol=cuStreamGetId version=12000 flags=0")
+			}
+			s, err := c.StreamCreate(0)
+			require.NoError(t, err)
+			var id uint64
+			calls := lib.calls(t, func() { id, err = c.StreamGetID(s) })
+			require.NoError(t, err)
+			want, err := c.streamIDRuntime(s)
+			require.NoError(t, err)
+			assert.Equal(t, want, id)
+			if tt.driver {
+				assert.Equal(t, []string{"cuStreamGetId"}, callNames(calls), "the driver's call alone")
+			} else {
+				assert.Equal(t, []string{"cudaStreamGetId"}, callNames(calls))
+			}
+			// The fake driver fails for the per-thread stream: the runtime answers.
+			calls = lib.calls(t, func() { id, err = c.StreamGetID(PerThreadDefaultStream) })
+			require.NoError(t, err)
+			assert.Equal(t, uint64(2), id)
+			if tt.driver {
+				assert.Equal(t, []string{"cuStreamGetId", "cudaStreamGetId"}, callNames(calls))
+			}
+			getID, getLastError := StreamGetIDFuncs(c)
+			assert.NotZero(t, getID)
+			assert.Equal(t, c.slot("cudaGetLastError"), getLastError)
+			if tt.driver {
+				assert.Equal(t, c.slot("cuStreamGetId"), getID)
+			} else {
+				assert.Equal(t, c.slot("cudaStreamGetId"), getID)
+			}
+			require.NoError(t, c.StreamDestroy(s))
+			assert.Equal(t, Success, c.peekAtLastError(), "the driver's failure leaves no CUDA error")
+		})
+	}
+	getID, getLastError := StreamGetIDFuncs(nil)
+	assert.Zero(t, getID)
+	assert.Zero(t, getLastError)
+}
+
 // TestCUDAFakeHints checks which prefetch and advise function each runtime
 // version gets, and what reaches it.
 func TestCUDAFakeHints(t *testing.T) {
@@ -671,6 +739,15 @@ func BenchmarkCUDAFake(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			if err := c.EventQuery(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("StreamGetID", func(b *testing.B) {
+		// The driver's cuStreamGetId through the fake's entry point.
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := c.StreamGetID(s); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,13 +7,14 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/cudart/internal/abi"
 )
 
 // needSources skips t when the package's source files are not in the working
@@ -84,95 +85,23 @@ func literalInt(e ast.Expr) (int64, bool) {
 	return 0, false
 }
 
-// TestDeclsListEveryConstant checks that Decls names every integer constant
-// of types.go and errors.go, with its value, so that the declaration check
-// covers them all.
-func TestDeclsListEveryConstant(t *testing.T) {
+// TestConstNames checks that errors.go names each error code as the list
+// in internal/abi does, which the declaration check proves against CUDA.
+// (internal/cudagen checks that the list holds every constant.)
+func TestConstNames(t *testing.T) {
 	needSources(t, "types.go", "errors.go")
 	consts := declaredConstants(t, "types.go", "errors.go")
-	notCUDA := map[string]bool{"DefaultStream": true} // the null stream has no CUDA name
-
-	decls := make(map[string]Decl)
 	cnames := make(map[string]bool)
-	for _, d := range Decls() {
-		_, dup := decls[d.GoName]
-		assert.False(t, dup, "%s listed twice", d.GoName)
-		assert.False(t, cnames[d.CName], "%s listed twice", d.CName)
-		decls[d.GoName], cnames[d.CName] = d, true
-		assert.Regexp(t, `^cuda[A-Z][A-Za-z0-9]*$`, d.CName)
-		assert.True(t, d.Since == 0 || d.Since > MinRuntimeVersion, "%s: Since %d", d.CName, d.Since)
-		if strings.HasPrefix(d.CName, "cudaError") || d.CName == "cudaSuccess" {
-			assert.Equal(t, d.CName, ErrorCode(d.Value).Name(), "errors.go's name for %s", d.GoName)
+	for _, c := range abi.Consts() {
+		cnames[c.CName] = true
+		if strings.HasPrefix(c.CName, "cudaError") || c.CName == "cudaSuccess" {
+			v, ok := consts[c.GoName]
+			if assert.True(t, ok, "%s is not declared", c.GoName) {
+				assert.Equal(t, c.CName, ErrorCode(v).Name(), "errors.go's name for %s", c.GoName)
+			}
 		}
 	}
 	for code, name := range codeNames {
-		assert.True(t, cnames[name], "errors.go names %d %s, which Decls lacks", code, name)
-	}
-	for name, v := range consts {
-		if notCUDA[name] {
-			continue
-		}
-		d, ok := decls[name]
-		if assert.True(t, ok, "Decls lacks %s", name) {
-			assert.Equal(t, v, d.Value, "Decls has a value for %s (%s) that is not the constant's", name, d.CName)
-		}
-	}
-	for name := range decls {
-		_, ok := consts[name]
-		assert.True(t, ok, "Decls lists %s, which types.go and errors.go do not declare", name)
-	}
-}
-
-// TestFuncDecls checks FuncDecls against cuda_abi.h and itself.
-func TestFuncDecls(t *testing.T) {
-	needSources(t, "cuda_abi.h", "cuda.go")
-	abi, err := os.ReadFile("cuda_abi.h")
-	require.NoError(t, err)
-	typedef := regexp.MustCompile(`typedef [^;]*\(\*(rmmgo_fn_\w+)\)\(`)
-	declared := make(map[string]bool)
-	for _, m := range typedef.FindAllStringSubmatch(string(abi), -1) {
-		declared[m[1]] = true
-	}
-	used := make(map[string]bool)
-	for _, d := range FuncDecls() {
-		assert.True(t, declared[d.Type], "%s: cuda_abi.h declares no %s", d.Symbol, d.Type)
-		used[d.Type] = true
-		assert.True(t, strings.HasPrefix(d.Symbol, "cuda"), d.Symbol)
-		assert.True(t, d.Before == 0 || d.Before > d.Since, "%s: empty version range", d.Symbol)
-	}
-	for ty := range declared {
-		assert.True(t, used[ty], "cuda_abi.h declares %s, which FuncDecls does not use", ty)
-	}
-	// The driver functions (rmmgo_drvfn_<symbol>) are not in FuncDecls:
-	// decl_check.cpp checks each of them by name.
-	check, err := os.ReadFile("check/decl_check.cpp")
-	require.NoError(t, err)
-	drv := regexp.MustCompile(`typedef [^;]*\(\*rmmgo_drvfn_(\w+)\)\(`)
-	ms := drv.FindAllStringSubmatch(string(abi), -1)
-	assert.NotEmpty(t, ms, "cuda_abi.h declares cuStreamGetId")
-	for _, m := range ms {
-		assert.Contains(t, string(check), "RMMGO_CHECK_FUNC("+m[1]+", rmmgo_drvfn_"+m[1]+")",
-			"decl_check.cpp checks the driver function %s", m[1])
-	}
-
-	// Each supported version gets exactly one shape of every function, and
-	// the hint functions in exactly the shapes the backend expects.
-	for _, version := range []int{12000, 12010, 12020, 12090, 13000, 13020} {
-		shapes := make(map[string][]string)
-		for _, d := range FuncDecls() {
-			if d.AppliesTo(version) {
-				shapes[d.Symbol] = append(shapes[d.Symbol], d.Type)
-			}
-		}
-		for sym, types := range shapes {
-			assert.Len(t, types, 1, "version %d: %s has shapes %v", version, sym, types)
-		}
-		wantPrefetch := "rmmgo_fn_cudaMemPrefetchAsync_device"
-		if version >= 13000 {
-			wantPrefetch = "rmmgo_fn_cudaMemPrefetchAsync_location"
-		}
-		assert.Equal(t, []string{wantPrefetch}, shapes["cudaMemPrefetchAsync"], "version %d", version)
-		_, v2 := shapes["cudaMemPrefetchAsync_v2"]
-		assert.Equal(t, version >= 12020 && version < 13000, v2, "version %d", version)
+		assert.True(t, cnames[name], "errors.go names %d %s, which abi.Consts lacks", code, name)
 	}
 }

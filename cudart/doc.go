@@ -1,22 +1,29 @@
 // Package cudart is rmmgo's view of the CUDA runtime: the Runtime interface
-// with the calls rmmgo's memory resources make, and two backends behind it.
+// with the calls rmmgo's memory resources make, and the real CUDA backend
+// behind it. The simulated device, the other backend, is package cudart/sim.
 //
 // # Backends
 //
 // The real backend (OpenCUDA) loads libcudart at run time with dlopen and
 // calls it through small C trampolines, one cgo call per runtime call. Nothing
 // of CUDA is needed to build rmmgo: the package declares the few functions,
-// enums and structs it uses itself (cuda_abi.h, types.go, errors.go), and the
-// declaration check in cudart/check proves them against the real headers on a
-// GPU machine. CUDA runtime 12.0 or later is required. Where the runtime's
+// enums and structs it uses itself (types.go, errors.go, cuda_abi.h, and the
+// list of functions in internal/abi, from which go generate writes the
+// trampolines), and the declaration check in cudart/check proves them
+// against the real headers on a GPU machine. CUDA runtime 12.0 or later is
+// required. Where the runtime's
 // API differs between versions, the backend chooses by cudaRuntimeGetVersion
 // at load time: MemPrefetchAsync and MemAdvise take a cudaMemLocation on
 // CUDA 13, use the *_v2 functions on CUDA 12.2 and later, and pass a device
 // ordinal (cudaCpuDeviceId for the host) on 12.0 and 12.1, where host NUMA
 // locations are refused.
 //
-// The simulated backend (NewSim, see Sim) models devices, memory, streams,
-// events and memory pools in host memory, for development machines and CI.
+// The simulated backend (package cudart/sim: sim.New) models devices,
+// memory, streams, events and memory pools in host memory, for development
+// machines and CI. It registers itself with RegisterBackend when imported;
+// librmmgo.so always links it, and a Go program that asks for it by name
+// imports it (import _ "github.com/rmmgo/rmmgo/cudart/sim"). Asked for
+// where it is not linked, Open says so.
 //
 // Code above this package sees only Runtime and never asks which backend
 // runs; Backend reports it for messages and for tests that only make sense
@@ -29,8 +36,9 @@
 // environment:
 //
 //	RMMGO_BACKEND=cuda        the real CUDA runtime (the default)
-//	RMMGO_BACKEND=simulated   the simulated device (RMMGO_SIM_DEVICES,
-//	                          RMMGO_SIM_MEMORY, RMMGO_SIM_PAGEABLE configure it)
+//	RMMGO_BACKEND=simulated   the simulated device of cudart/sim
+//	                          (RMMGO_SIM_DEVICES, RMMGO_SIM_MEMORY,
+//	                          RMMGO_SIM_PAGEABLE configure it)
 //	RMMGO_CUDART_LIBRARY=path load exactly this libcudart
 //
 // Programs and tests can choose in code instead, with Open and Options, or

@@ -2,7 +2,8 @@ package cudart
 
 // Runtime is the part of the CUDA runtime API that rmmgo uses. Two backends
 // implement it: the real CUDA runtime, loaded from libcudart at run time
-// (OpenCUDA), and a simulated device for machines without a GPU (NewSim).
+// (OpenCUDA), and a simulated device for machines without a GPU (package
+// cudart/sim).
 // Code above this package sees only Runtime and never asks which one runs.
 //
 // Like CUDA, the current device is a property of the calling OS thread. Go

@@ -15,36 +15,52 @@ const (
 	// EnvLibrary names an explicit libcudart to load, tried before the
 	// usual names (libcudart.so.13, libcudart.so.12, libcudart.so).
 	EnvLibrary = "RMMGO_CUDART_LIBRARY"
-	// EnvSimDevices is the simulated device count (default 2).
-	EnvSimDevices = "RMMGO_SIM_DEVICES"
-	// EnvSimMemory is each simulated device's capacity: bytes, or a number
-	// with a unit such as "512MiB" or "2GiB" (default 1GiB).
-	EnvSimMemory = "RMMGO_SIM_MEMORY"
-	// EnvSimPageable, when "1", gives simulated devices pageable memory
-	// access (needed by the system and SAM headroom resources).
-	EnvSimPageable = "RMMGO_SIM_PAGEABLE"
 )
-
-// SimConfig describes the simulated machine.
-type SimConfig struct {
-	Devices              int    // number of devices; 0 means 2
-	MemoryPerDevice      uint64 // capacity of each device in bytes; 0 means 1 GiB
-	PageableMemoryAccess bool   // devices can use pageable host memory (HMM/ATS)
-	NoConcurrentManaged  bool   // report no concurrent managed access
-	NoMemoryPools        bool   // report no memory-pool (malloc-async) support
-	RuntimeVersion       int    // reported runtime and driver version; 0 means 13000
-}
 
 // Options chooses a backend explicitly.
 type Options struct {
-	Backend     Backend   // BackendCUDA or BackendSimulated; "" reads EnvBackend, then BackendCUDA
-	LibraryPath string    // explicit libcudart path for BackendCUDA; "" reads EnvLibrary
-	Sim         SimConfig // for BackendSimulated; zero fields read the RMMGO_SIM_* variables
+	Backend     Backend // BackendCUDA or BackendSimulated; "" reads EnvBackend, then BackendCUDA
+	LibraryPath string  // explicit libcudart path for BackendCUDA; "" reads EnvLibrary
+}
+
+// simPackage is the import path of the simulated backend, for messages.
+const simPackage = "github.com/rmmgo/rmmgo/cudart/sim"
+
+var (
+	backendsMu sync.Mutex
+	backends   = make(map[Backend]func() (Runtime, error))
+)
+
+// RegisterBackend makes a backend other than CUDA available to Open, and so
+// to Default and RMMGO_BACKEND, under the name b; open makes its Runtime,
+// configured from the environment. Package cudart/sim registers
+// BackendSimulated when it is imported. RegisterBackend panics if b is
+// empty or BackendCUDA, if open is nil, or if b is already registered.
+func RegisterBackend(b Backend, open func() (Runtime, error)) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	switch _, dup := backends[b]; {
+	case b == "" || b == BackendCUDA:
+		panic(fmt.Sprintf("cudart: RegisterBackend(%q): not a name another backend may take", b))
+	case open == nil:
+		panic(fmt.Sprintf("cudart: RegisterBackend(%q) with no function", b))
+	case dup:
+		panic(fmt.Sprintf("cudart: RegisterBackend(%q) called twice", b))
+	}
+	backends[b] = open
+}
+
+func registeredBackend(b Backend) func() (Runtime, error) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	return backends[b]
 }
 
 // Open makes a Runtime as opts says. It never falls back from one backend to
 // another: when CUDA cannot be loaded or finds no device, the error says so
-// and names the way to choose the simulated device.
+// and names the way to choose the simulated device. The simulated device is
+// in package cudart/sim: a program that asks for it must import that
+// package (the C library, librmmgo.so, always does); otherwise Open says so.
 func Open(opts Options) (Runtime, error) {
 	b := opts.Backend
 	if b == "" {
@@ -65,40 +81,19 @@ func Open(opts Options) (Runtime, error) {
 				ErrBackendUnavailable, err, EnvBackend)
 		}
 		return rt, nil
-	case BackendSimulated, "sim":
-		cfg, err := simConfigFromEnv(opts.Sim)
-		if err != nil {
-			return nil, err
-		}
-		return NewSim(cfg), nil
+	case "sim":
+		b = BackendSimulated
+	}
+	open := registeredBackend(b)
+	switch {
+	case open != nil:
+		return open()
+	case b == BackendSimulated:
+		return nil, fmt.Errorf("%w: the simulated backend is not linked into this program: import _ %q",
+			ErrBackendUnavailable, simPackage)
 	default:
 		return nil, fmt.Errorf("%w: unknown backend %q (want %q or %q)", ErrBackendUnavailable, b, BackendCUDA, BackendSimulated)
 	}
-}
-
-func simConfigFromEnv(cfg SimConfig) (SimConfig, error) {
-	if cfg.Devices == 0 {
-		if v := Getenv(EnvSimDevices); v != "" {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || n < 1 {
-				return cfg, fmt.Errorf("%w: %s=%q is not a positive device count", ErrBackendUnavailable, EnvSimDevices, v)
-			}
-			cfg.Devices = n
-		}
-	}
-	if cfg.MemoryPerDevice == 0 {
-		if v := Getenv(EnvSimMemory); v != "" {
-			n, err := ParseBytes(v)
-			if err != nil || n == 0 {
-				return cfg, fmt.Errorf("%w: %s=%q is not a byte count", ErrBackendUnavailable, EnvSimMemory, v)
-			}
-			cfg.MemoryPerDevice = n
-		}
-	}
-	if !cfg.PageableMemoryAccess && Getenv(EnvSimPageable) == "1" {
-		cfg.PageableMemoryAccess = true
-	}
-	return cfg, nil
 }
 
 // ParseBytes reads a byte count written as a number with an optional unit:

@@ -25,60 +25,60 @@ func isolateDefault(t *testing.T) {
 	})
 }
 
-// clearSimEnv unsets every variable Open reads, for the test.
-func clearSimEnv(t *testing.T) {
+// clearEnv unsets the variables Open reads, for the test.
+func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, v := range []string{EnvBackend, EnvLibrary, EnvSimDevices, EnvSimMemory, EnvSimPageable} {
+	for _, v := range []string{EnvBackend, EnvLibrary} {
 		t.Setenv(v, "")
 	}
 }
 
-func openSim(t *testing.T, opts Options) *Sim {
-	t.Helper()
-	rt, err := Open(opts)
-	require.NoError(t, err)
-	s, ok := rt.(*Sim)
-	require.True(t, ok, "Open gave a %T", rt)
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+// testBackend is a backend the tests register: Open gives a new stubRuntime
+// each time. (This package's tests cannot link the simulated device, whose
+// package imports this one; cudart/sim tests it through Open.)
+const testBackend Backend = "test-stub"
+
+type stubRuntime struct {
+	Runtime // nil: only Backend is called
 }
 
-func TestOpenSimulated(t *testing.T) {
-	clearSimEnv(t)
-	s := openSim(t, Options{Backend: BackendSimulated, Sim: SimConfig{Devices: 3, MemoryPerDevice: 64 << 20}})
-	assert.Equal(t, BackendSimulated, s.Backend())
-	n, err := s.GetDeviceCount()
-	require.NoError(t, err)
-	assert.Equal(t, 3, n)
-	_, total, err := s.MemGetInfo()
-	require.NoError(t, err)
-	assert.Equal(t, uint64(64<<20), total)
+func (s *stubRuntime) Backend() Backend { return testBackend }
 
-	// "sim" is accepted too, and defaults apply.
-	s = openSim(t, Options{Backend: "sim"})
-	assert.Equal(t, SimConfig{Devices: 2, MemoryPerDevice: 1 << 30, RuntimeVersion: 13000}, s.Config())
+func init() {
+	RegisterBackend(testBackend, func() (Runtime, error) { return &stubRuntime{}, nil })
 }
 
-func TestOpenFromEnvironment(t *testing.T) {
-	clearSimEnv(t)
-	t.Setenv(EnvBackend, " Simulated ")
-	t.Setenv(EnvSimDevices, "3")
-	t.Setenv(EnvSimMemory, "512MiB")
-	t.Setenv(EnvSimPageable, "1")
-	s := openSim(t, Options{})
-	assert.Equal(t, SimConfig{Devices: 3, MemoryPerDevice: 512 << 20, PageableMemoryAccess: true, RuntimeVersion: 13000}, s.Config())
-	v, err := s.DeviceGetAttribute(DevAttrPageableMemoryAccess, 2)
+func TestRegisterBackend(t *testing.T) {
+	clearEnv(t)
+	rt, err := Open(Options{Backend: testBackend})
 	require.NoError(t, err)
-	assert.Equal(t, 1, v)
+	assert.Equal(t, testBackend, rt.Backend())
+	t.Setenv(EnvBackend, " TEST-Stub ")
+	rt, err = Open(Options{})
+	require.NoError(t, err)
+	assert.Equal(t, testBackend, rt.Backend(), "the variable chooses it, in any case")
 
-	// Options win over the environment.
-	s = openSim(t, Options{Backend: BackendSimulated, Sim: SimConfig{Devices: 1, MemoryPerDevice: 1 << 20}})
-	assert.Equal(t, 1, s.Config().Devices)
-	assert.Equal(t, uint64(1<<20), s.Config().MemoryPerDevice)
-	assert.True(t, s.Config().PageableMemoryAccess, "a false option cannot turn the variable off")
+	open := func() (Runtime, error) { return nil, nil }
+	assert.PanicsWithValue(t, `cudart: RegisterBackend("test-stub") called twice`, func() { RegisterBackend(testBackend, open) })
+	assert.Panics(t, func() { RegisterBackend(BackendCUDA, open) })
+	assert.Panics(t, func() { RegisterBackend("", open) })
+	assert.Panics(t, func() { RegisterBackend("other", nil) })
+}
 
-	t.Setenv(EnvSimPageable, "yes")
-	assert.False(t, openSim(t, Options{}).Config().PageableMemoryAccess, `only "1" turns pageable access on`)
+// TestOpenSimulatedNotLinked: asking for the simulated device in a program
+// that does not import cudart/sim is an error that says what to import,
+// never a fall-back to CUDA.
+func TestOpenSimulatedNotLinked(t *testing.T) {
+	clearEnv(t)
+	for _, opts := range []Options{{Backend: BackendSimulated}, {Backend: "sim"}} {
+		rt, err := Open(opts)
+		assert.Nil(t, rt)
+		require.ErrorIs(t, err, ErrBackendUnavailable)
+		assert.Contains(t, err.Error(), `the simulated backend is not linked into this program: import _ "github.com/rmmgo/rmmgo/cudart/sim"`)
+	}
+	t.Setenv(EnvBackend, "simulated")
+	_, err := Open(Options{})
+	assert.ErrorContains(t, err, "not linked")
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -90,17 +90,12 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"unknown backend option", nil, Options{Backend: "opencl"}, `unknown backend "opencl"`},
 		{"unknown backend variable", map[string]string{EnvBackend: "metal"}, Options{}, `unknown backend "metal"`},
-		{"zero devices", map[string]string{EnvBackend: "simulated", EnvSimDevices: "0"}, Options{}, EnvSimDevices},
-		{"negative devices", map[string]string{EnvBackend: "simulated", EnvSimDevices: "-2"}, Options{}, EnvSimDevices},
-		{"devices not a number", map[string]string{EnvBackend: "simulated", EnvSimDevices: "two"}, Options{}, EnvSimDevices},
-		{"memory unit", map[string]string{EnvBackend: "simulated", EnvSimMemory: "12 furlongs"}, Options{}, EnvSimMemory},
-		{"zero memory", map[string]string{EnvBackend: "simulated", EnvSimMemory: "0"}, Options{}, EnvSimMemory},
 		{"library that does not exist", nil, Options{Backend: BackendCUDA, LibraryPath: "/nonexistent/libcudart.so.13"}, EnvBackend + "=simulated"},
 		{"default backend with a missing library", map[string]string{EnvLibrary: "/nonexistent/libcudart.so"}, Options{}, EnvBackend + "=simulated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clearSimEnv(t)
+			clearEnv(t)
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -115,53 +110,50 @@ func TestOpenErrors(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	isolateDefault(t)
-	clearSimEnv(t)
-	t.Setenv(EnvBackend, "simulated")
-	t.Setenv(EnvSimMemory, "1MiB")
+	clearEnv(t)
+	t.Setenv(EnvBackend, string(testBackend))
 	rt, err := Default()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = rt.(*Sim).Close() })
-	assert.Equal(t, BackendSimulated, rt.Backend())
+	assert.Equal(t, testBackend, rt.Backend())
 	again, err := Default()
 	require.NoError(t, err)
-	assert.Same(t, rt.(*Sim), again.(*Sim), "one Runtime per process")
+	assert.Same(t, rt, again, "one Runtime per process")
 	require.NoError(t, SetDefault(rt), "setting the same Runtime again is fine")
-	other := newTestSim(t, SimConfig{MemoryPerDevice: 1 << 20})
-	err = SetDefault(other)
+	err = SetDefault(&stubRuntime{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "already the default")
+	assert.Contains(t, err.Error(), "a test-stub runtime is already the default")
 }
 
 func TestDefaultRemembersFailure(t *testing.T) {
 	isolateDefault(t)
-	clearSimEnv(t)
+	clearEnv(t)
 	t.Setenv(EnvBackend, "bogus")
 	_, err1 := Default()
 	require.ErrorIs(t, err1, ErrBackendUnavailable)
-	t.Setenv(EnvBackend, "simulated")
+	t.Setenv(EnvBackend, string(testBackend))
 	_, err2 := Default()
 	assert.Same(t, err1, err2, "the first failure is returned again")
 
 	// SetDefault may still install a Runtime after a failure.
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 1 << 20})
+	s := &stubRuntime{}
 	require.NoError(t, SetDefault(s))
 	rt, err := Default()
 	require.NoError(t, err)
-	assert.Same(t, s, rt.(*Sim))
+	assert.Same(t, s, rt)
 }
 
 func TestSetDefault(t *testing.T) {
 	isolateDefault(t)
 	require.Error(t, SetDefault(nil))
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 1 << 20})
+	s := &stubRuntime{}
 	require.NoError(t, SetDefault(s))
 	rt, err := Default()
 	require.NoError(t, err)
-	assert.Same(t, s, rt.(*Sim))
-	require.Error(t, SetDefault(newTestSim(t, SimConfig{MemoryPerDevice: 1 << 20})))
+	assert.Same(t, s, rt)
+	require.Error(t, SetDefault(&stubRuntime{}))
 	rt, err = Default()
 	require.NoError(t, err)
-	assert.Same(t, s, rt.(*Sim), "a refused SetDefault changes nothing")
+	assert.Same(t, s, rt, "a refused SetDefault changes nothing")
 }
 
 func TestParseBytes(t *testing.T) {

@@ -133,7 +133,7 @@ func DeviceLocation(dev int) MemLocation { return MemLocation{MemLocationTypeDev
 func HostLocation() MemLocation          { return MemLocation{MemLocationTypeHost, 0} }
 
 // MemPoolProps is the part of cudaMemPoolProps that rmmgo sets. The real
-// backend lays it out as the 88-byte C struct (see cuda_abi.go); the rest of
+// backend lays it out as the 88-byte C struct (see cuda_abi.h); the rest of
 // the C struct is zeroed.
 type MemPoolProps struct {
 	AllocType   MemAllocationType

@@ -14,9 +14,10 @@ cp build/librmmgo.so "$B/lib/"
 if make -n torch-shim >/dev/null 2>&1; then make torch-shim && cp build/librmmgo_torch.so "$B/lib/" || true; fi
 cp -r include/. "$B/include/"  # rmmgo.h, rmmgo.hpp and the rmmgo/*.hpp it includes
 
-# Go test binaries (run there with RMMGO_BACKEND=cuda).
-for p in cudart core capi; do
-  [ -d "$p" ] && go test -c -o "$B/bin/$p.test" "./$p"
+# Go test binaries (run there with RMMGO_BACKEND=cuda; run.sh runs every bin/*.test).
+# cudart/sim's binary holds the conformance tests, run on the GPU and the simulator.
+for p in cudart cudart/sim core capi; do
+  [ -d "$p" ] && go test -c -o "$B/bin/${p//\//-}.test" "./$p"
 done
 # The core tests once more under the race detector (run.sh's race section).
 go test -race -c -o "$B/bin/core.race" ./core
@@ -41,7 +42,7 @@ make -s stress-bundle-files STRESS_BUNDLE="$B/stress"
 
 # The CUDA declaration check is compiled there, by nvcc, against the real headers.
 cp -r cudart/check/. "$B/cudart/check/"
-cp cudart/cuda_abi.h "$B/cudart/"
+cp cudart/cuda_abi.h cudart/abi_funcs_generated.h "$B/cudart/"
 
 # Python package and tests.
 cp -r python/. "$B/python/"

@@ -44,6 +44,7 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	_ "github.com/rmmgo/rmmgo/cudart/sim" // the simulated device, for RMMGO_BACKEND=simulated
 )
 
 func main() {

@@ -4,14 +4,15 @@
 // and runs it; it prints every mismatch and exits 1 if there is any.
 //
 // What it checks, for the CUDA version whose headers it is compiled with:
-//   - every constant of types.go and errors.go (decls_generated.h, made from
-//     cudart.Decls by cmd/rmmgo-cudadecls) has CUDA's value;
+//   - every constant of types.go and errors.go (decls_generated.h, written by
+//     go generate from the list in cudart/internal/abi) has CUDA's value;
 //   - every stand-in type of cuda_abi.h has the size of CUDA's type, and
 //     every struct field we declare has CUDA's offset and size;
-//   - every function rmmgo resolves with dlsym (cudart.FuncDecls) has exactly
-//     the type of the function-pointer type cuda_abi.h declares for it, with
-//     CUDA's own types substituted for the stand-ins, and is not renamed by
-//     a macro (so the symbol dlsym finds is the function the header means).
+//   - every function rmmgo calls (the runtime's, resolved with dlsym, and the
+//     driver's cuStreamGetId) has exactly the function-pointer type that
+//     cuda_abi.h declares for it (abi_funcs_generated.h), with CUDA's own
+//     types substituted for the stand-ins, and is not renamed by a macro (so
+//     the symbol dlsym finds is the function the header means).
 //
 // Nothing here needs a GPU or links the CUDA runtime.
 
@@ -148,7 +149,6 @@ static void check_types() {
 
 static void check_generated() {
 #include "decls_generated.h"
-	RMMGO_CHECK_FUNC(cuStreamGetId, rmmgo_drvfn_cuStreamGetId)
 }
 
 int main() {

@@ -11,6 +11,8 @@
  *                          exports the location shape of cudaMemPrefetchAsync
  *                          and cudaMemAdvise, below it the device shape
  *   FAKE_HAVE_V2           export cudaMemPrefetchAsync_v2 / cudaMemAdvise_v2
+ *   FAKE_NO_DRIVER_ENTRY   leave out cudaGetDriverEntryPointByVersion, which
+ *                          is there from FAKE_RUNTIME_VERSION 12050 on
  *   FAKE_DRIVER_VERSION    cudaDriverGetVersion (default 13000; 0: no driver)
  *   FAKE_DEVICE_COUNT      devices (default 2)
  *   FAKE_DEVICE_COUNT_ERROR  cudaGetDeviceCount fails with this code
@@ -438,9 +440,36 @@ int cudaStreamWaitEvent(void *s, void *e, unsigned flags) {
 }
 
 int cudaStreamGetId(void *s, unsigned long long *id) {
+	logline("cudaStreamGetId stream=%p", s);
 	*id = special_stream(s) ? (unsigned long long)(uintptr_t)s : ((fake_stream *)s)->id;
 	return OK;
 }
+
+#if FAKE_RUNTIME_VERSION >= 12050 && !defined(FAKE_NO_DRIVER_ENTRY)
+/* The driver's cuStreamGetId, as cudaGetDriverEntryPointByVersion hands it
+ * out. It fails for the per-thread default stream (201,
+ * CUDA_ERROR_INVALID_CONTEXT), so that the tests see the runtime's call
+ * take over. */
+static int fake_cuStreamGetId(void *s, unsigned long long *id) {
+	logline("cuStreamGetId stream=%p", s);
+	if ((uintptr_t)s == 2) return 201;
+	*id = special_stream(s) ? (unsigned long long)(uintptr_t)s : ((fake_stream *)s)->id;
+	return OK;
+}
+
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
+		unsigned long long flags, int *status) {
+	logline("cudaGetDriverEntryPointByVersion symbol=%s version=%u flags=%llu", symbol, version, flags);
+	*fn = NULL;
+	if (strcmp(symbol, "cuStreamGetId") == 0 && version >= 12000) {
+		*fn = (void *)fake_cuStreamGetId;
+		*status = 0; /* cudaDriverEntryPointSuccess */
+	} else {
+		*status = 1; /* cudaDriverEntryPointSymbolNotFound */
+	}
+	return OK;
+}
+#endif
 
 int cudaEventCreateWithFlags(void **e, unsigned flags) {
 	fake_event *ev = calloc(1, sizeof *ev);

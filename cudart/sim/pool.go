@@ -1,6 +1,10 @@
-package cudart
+package sim
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/rmmgo/rmmgo/cudart"
+)
 
 // simPool is a memory pool of the simulated device, modelled on CUDA's
 // stream-ordered allocator:
@@ -27,7 +31,7 @@ import "sort"
 //     allocations stay valid and the pool's memory goes back when the last
 //     is freed, as CUDA documents.
 type simPool struct {
-	handle    MemPool
+	handle    cudart.MemPool
 	kind      memKind
 	dev       int // location device; -1 for host-located pools
 	isDefault bool
@@ -35,7 +39,7 @@ type simPool struct {
 
 	threshold      uint64
 	maxSize        uint64 // 0: none
-	handleTypes    MemHandleType
+	handleTypes    cudart.MemHandleType
 	reuse          [3]uint64 // cudaMemPoolReuse* attributes 1..3
 	reserved, used uint64
 	reservedHigh   uint64
@@ -46,9 +50,9 @@ type simPool struct {
 	chunks map[uintptr]*simBlock // chunk start -> the chunk's block in its range
 }
 
-func (s *Sim) newPool(kind memKind, dev int, maxSize uint64, isDefault bool) *simPool {
+func (s *Runtime) newPool(kind memKind, dev int, maxSize uint64, isDefault bool) *simPool {
 	p := &simPool{
-		handle:    MemPool(s.handle()),
+		handle:    cudart.MemPool(s.newHandle(poolHandle)),
 		kind:      kind,
 		dev:       dev,
 		isDefault: isDefault,
@@ -63,7 +67,7 @@ func (s *Sim) newPool(kind memKind, dev int, maxSize uint64, isDefault bool) *si
 }
 
 // backing is the range p's chunks come from.
-func (s *Sim) backing(p *simPool) *simRange {
+func (s *Runtime) backing(p *simPool) *simRange {
 	switch p.kind {
 	case memDevice:
 		return s.devs[p.dev].rng
@@ -73,19 +77,20 @@ func (s *Sim) backing(p *simPool) *simRange {
 	return s.pinned
 }
 
-func (s *Sim) pool(fn string, h MemPool) (*simPool, error) {
+func (s *Runtime) pool(fn string, h cudart.MemPool) (*simPool, error) {
 	if s.cfg.NoMemoryPools {
-		return nil, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+		return nil, simErr(fn, cudart.ErrorNotSupported, "the simulated devices have no memory-pool support")
 	}
 	p, ok := s.pools[h]
 	if !ok {
-		return nil, simErr(fn, ErrorInvalidValue, "memory pool %#x does not exist (destroyed, or never created)", uintptr(h))
+		// CUDA documents cudaErrorInvalidValue for a pool it cannot use.
+		return nil, s.badHandle(fn, cudart.ErrorInvalidValue, poolHandle, uintptr(h))
 	}
 	return p, nil
 }
 
 // reserve adds a chunk of size bytes to p.
-func (s *Sim) reserve(fn string, p *simPool, size uintptr) error {
+func (s *Runtime) reserve(fn string, p *simPool, size uintptr) error {
 	r := s.backing(p)
 	b, err := s.allocTop(fn, r, size)
 	if err != nil {
@@ -100,9 +105,9 @@ func (s *Sim) reserve(fn string, p *simPool, size uintptr) error {
 }
 
 // grow reserves room for an allocation of need bytes.
-func (s *Sim) grow(fn string, p *simPool, need uintptr) error {
+func (s *Runtime) grow(fn string, p *simPool, need uintptr) error {
 	if p.maxSize > 0 && p.reserved+uint64(need) > p.maxSize {
-		return simErr(fn, ErrorMemoryAllocation, "the pool's maximum size is %d bytes, %d reserved, %d requested", p.maxSize, p.reserved, need)
+		return simErr(fn, cudart.ErrorMemoryAllocation, "the pool's maximum size is %d bytes, %d reserved, %d requested", p.maxSize, p.reserved, need)
 	}
 	chunk := uintptr(alignUp64(uint64(need), simChunk))
 	if p.maxSize > 0 && p.reserved+uint64(chunk) > p.maxSize {
@@ -120,12 +125,12 @@ func (s *Sim) grow(fn string, p *simPool, need uintptr) error {
 }
 
 // poolAlloc takes size bytes from p for device dev's accounting.
-func (s *Sim) poolAlloc(fn string, p *simPool, size uintptr, dev int) (uintptr, error) {
+func (s *Runtime) poolAlloc(fn string, p *simPool, size uintptr, dev int) (uintptr, error) {
 	if err := s.injectedFailure(fn, size); err != nil {
 		return 0, err
 	}
 	if uint64(size) > 1<<62 {
-		return 0, simErr(fn, ErrorMemoryAllocation, "%d bytes requested", size)
+		return 0, simErr(fn, cudart.ErrorMemoryAllocation, "%d bytes requested", size)
 	}
 	need := uintptr(alignUp64(uint64(size), simAlign))
 	b := p.arena.alloc(need)
@@ -134,7 +139,7 @@ func (s *Sim) poolAlloc(fn string, p *simPool, size uintptr, dev int) (uintptr, 
 			return 0, err
 		}
 		if b = p.arena.alloc(need); b == nil {
-			return 0, simErr(fn, ErrorMemoryAllocation, "internal: no block after growing the pool")
+			return 0, simErr(fn, cudart.ErrorMemoryAllocation, "internal: no block after growing the pool")
 		}
 	}
 	b.kind, b.pool, b.req, b.dev = p.kind, p, size, dev
@@ -149,7 +154,7 @@ func (s *Sim) poolAlloc(fn string, p *simPool, size uintptr, dev int) (uintptr, 
 }
 
 // poolFree returns the pool allocation b to its pool.
-func (s *Sim) poolFree(b *simBlock) {
+func (s *Runtime) poolFree(b *simBlock) {
 	p := b.pool
 	p.used -= uint64(b.size)
 	p.live--
@@ -165,7 +170,7 @@ func (s *Sim) poolFree(b *simBlock) {
 
 // trimTo gives back p's wholly free chunks, largest first, while p keeps at
 // least keep bytes reserved.
-func (s *Sim) trimTo(p *simPool, keep uint64) {
+func (s *Runtime) trimTo(p *simPool, keep uint64) {
 	if p.reserved <= keep || len(p.arena.wholeFree) == 0 {
 		return
 	}
@@ -194,7 +199,7 @@ func (s *Sim) trimTo(p *simPool, keep uint64) {
 
 // trimPools applies every pool's release threshold, as CUDA does at
 // synchronization. Its cost is in the number of pools.
-func (s *Sim) trimPools() {
+func (s *Runtime) trimPools() {
 	for p := range s.allPools {
 		if p.reserved > p.threshold {
 			s.trimTo(p, p.threshold)
@@ -204,7 +209,7 @@ func (s *Sim) trimPools() {
 
 // MallocAsync allocates size bytes in stream order from the default pool of
 // st's device. Zero bytes give a null pointer and no error.
-func (s *Sim) MallocAsync(size uintptr, st Stream) (uintptr, error) {
+func (s *Runtime) MallocAsync(size uintptr, st cudart.Stream) (uintptr, error) {
 	tok := threadToken()
 	const fn = "cudaMallocAsync"
 	if err := s.lock(fn); err != nil {
@@ -212,7 +217,7 @@ func (s *Sim) MallocAsync(size uintptr, st Stream) (uintptr, error) {
 	}
 	defer s.mu.Unlock()
 	if s.cfg.NoMemoryPools {
-		return 0, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+		return 0, simErr(fn, cudart.ErrorNotSupported, "the simulated devices have no memory-pool support")
 	}
 	q, err := s.stream(fn, st, tok)
 	if err != nil {
@@ -227,7 +232,7 @@ func (s *Sim) MallocAsync(size uintptr, st Stream) (uintptr, error) {
 
 // MallocFromPoolAsync allocates size bytes in stream order from pool. Zero
 // bytes give a null pointer and no error.
-func (s *Sim) MallocFromPoolAsync(size uintptr, pool MemPool, st Stream) (uintptr, error) {
+func (s *Runtime) MallocFromPoolAsync(size uintptr, pool cudart.MemPool, st cudart.Stream) (uintptr, error) {
 	tok := threadToken()
 	const fn = "cudaMallocFromPoolAsync"
 	if err := s.lock(fn); err != nil {
@@ -256,7 +261,7 @@ func (s *Sim) MallocFromPoolAsync(size uintptr, pool MemPool, st Stream) (uintpt
 // A null pointer is a no-op. Any other pointer (managed memory from
 // MallocManaged and pinned host memory included), or one already being
 // freed, fails with cudaErrorInvalidValue at once.
-func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
+func (s *Runtime) FreeAsync(ptr uintptr, st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaFreeAsync"
 	if err := s.lock(fn); err != nil {
@@ -264,7 +269,7 @@ func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
 	}
 	defer s.mu.Unlock()
 	if s.cfg.NoMemoryPools {
-		return simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+		return simErr(fn, cudart.ErrorNotSupported, "the simulated devices have no memory-pool support")
 	}
 	q, err := s.stream(fn, st, tok)
 	if err != nil {
@@ -275,10 +280,10 @@ func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
 	}
 	r, b, _ := s.liveBlock(ptr)
 	if b == nil || b.start != ptr || (b.pool == nil && b.kind != memDevice) {
-		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live allocation from cudaMallocAsync, cudaMallocFromPoolAsync or cudaMalloc (freed twice?)", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is not the start of a live allocation from cudaMallocAsync, cudaMallocFromPoolAsync or cudaMalloc (freed twice?)", ptr)
 	}
 	if b.pendingFree {
-		return simErr(fn, ErrorInvalidValue, "%#x is already being freed", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is already being freed", ptr)
 	}
 	b.pendingFree = true
 	if b.pool != nil {
@@ -299,34 +304,34 @@ func (s *Sim) FreeAsync(ptr uintptr, st Stream) error {
 // device or the host. HandleTypes may ask for POSIX file descriptors on
 // device pools; other handle types are not supported. MaxSize > 0 caps the
 // pool's reservation.
-func (s *Sim) MemPoolCreate(props MemPoolProps) (MemPool, error) {
+func (s *Runtime) MemPoolCreate(props cudart.MemPoolProps) (cudart.MemPool, error) {
 	const fn = "cudaMemPoolCreate"
 	if err := s.lock(fn); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
 	if s.cfg.NoMemoryPools {
-		return 0, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+		return 0, simErr(fn, cudart.ErrorNotSupported, "the simulated devices have no memory-pool support")
 	}
 	loc := props.Location
 	var kind memKind
 	dev := -1
 	switch props.AllocType {
-	case MemAllocationTypePinned:
+	case cudart.MemAllocationTypePinned:
 		kind = memHost
-	case MemAllocationTypeManaged:
+	case cudart.MemAllocationTypeManaged:
 		if s.cfg.RuntimeVersion < 13000 {
-			return 0, simErr(fn, ErrorInvalidValue, "managed memory pools need CUDA 13.0 (runtime version is %d)", s.cfg.RuntimeVersion)
+			return 0, simErr(fn, cudart.ErrorInvalidValue, "managed memory pools need CUDA 13.0 (runtime version is %d)", s.cfg.RuntimeVersion)
 		}
 		if s.cfg.NoConcurrentManaged {
-			return 0, simErr(fn, ErrorNotSupported, "managed memory pools need concurrent managed access")
+			return 0, simErr(fn, cudart.ErrorNotSupported, "managed memory pools need concurrent managed access")
 		}
 		kind = memManaged
 	default:
-		return 0, simErr(fn, ErrorInvalidValue, "allocation type %d", int32(props.AllocType))
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "allocation type %d", int32(props.AllocType))
 	}
 	switch loc.Type {
-	case MemLocationTypeDevice:
+	case cudart.MemLocationTypeDevice:
 		if _, err := s.device(fn, int(loc.ID)); err != nil {
 			return 0, err
 		}
@@ -334,21 +339,21 @@ func (s *Sim) MemPoolCreate(props MemPoolProps) (MemPool, error) {
 		if kind == memHost {
 			kind = memDevice
 		}
-	case MemLocationTypeHost, MemLocationTypeHostNuma, MemLocationTypeHostNumaCurrent:
-		if loc.Type == MemLocationTypeHostNuma && loc.ID != 0 {
-			return 0, simErr(fn, ErrorInvalidValue, "host NUMA node %d does not exist (the simulated host has node 0)", loc.ID)
+	case cudart.MemLocationTypeHost, cudart.MemLocationTypeHostNuma, cudart.MemLocationTypeHostNumaCurrent:
+		if loc.Type == cudart.MemLocationTypeHostNuma && loc.ID != 0 {
+			return 0, simErr(fn, cudart.ErrorInvalidValue, "host NUMA node %d does not exist (the simulated host has node 0)", loc.ID)
 		}
 	default:
-		return 0, simErr(fn, ErrorInvalidValue, "location type %d", int32(loc.Type))
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "location type %d", int32(loc.Type))
 	}
-	const known = MemHandleTypePosixFileDescriptor | MemHandleTypeWin32 | MemHandleTypeWin32Kmt | MemHandleTypeFabric
+	const known = cudart.MemHandleTypePosixFileDescriptor | cudart.MemHandleTypeWin32 | cudart.MemHandleTypeWin32Kmt | cudart.MemHandleTypeFabric
 	switch ht := props.HandleTypes; {
 	case ht&^known != 0:
-		return 0, simErr(fn, ErrorInvalidValue, "handle types %#x", int32(ht))
-	case ht&^MemHandleTypePosixFileDescriptor != 0:
-		return 0, simErr(fn, ErrorNotSupported, "handle types %#x: the simulated device exports POSIX file descriptors only", int32(ht))
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "handle types %#x", int32(ht))
+	case ht&^cudart.MemHandleTypePosixFileDescriptor != 0:
+		return 0, simErr(fn, cudart.ErrorNotSupported, "handle types %#x: the simulated device exports POSIX file descriptors only", int32(ht))
 	case ht != 0 && kind != memDevice:
-		return 0, simErr(fn, ErrorNotSupported, "handle types %#x on a %s pool", int32(ht), kind)
+		return 0, simErr(fn, cudart.ErrorNotSupported, "handle types %#x on a %s pool", int32(ht), kind)
 	}
 	p := s.newPool(kind, dev, props.MaxSize, false)
 	p.handleTypes = props.HandleTypes
@@ -359,7 +364,7 @@ func (s *Sim) MemPoolCreate(props MemPoolProps) (MemPool, error) {
 // pool cannot be destroyed (cudaErrorInvalidValue). Allocations still
 // outstanding stay valid; the pool's memory is given back when the last of
 // them is freed.
-func (s *Sim) MemPoolDestroy(pool MemPool) error {
+func (s *Runtime) MemPoolDestroy(pool cudart.MemPool) error {
 	const fn = "cudaMemPoolDestroy"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -370,7 +375,7 @@ func (s *Sim) MemPoolDestroy(pool MemPool) error {
 		return err
 	}
 	if p.isDefault {
-		return simErr(fn, ErrorInvalidValue, "device %d's default memory pool cannot be destroyed", p.dev)
+		return simErr(fn, cudart.ErrorInvalidValue, "device %d's default memory pool cannot be destroyed", p.dev)
 	}
 	delete(s.pools, pool)
 	p.destroyed = true
@@ -385,7 +390,7 @@ func (s *Sim) MemPoolDestroy(pool MemPool) error {
 // 1), or resets a high-water mark to the current value (value 0 only).
 // Other attributes and values fail with cudaErrorInvalidValue. The reuse
 // policies are recorded; the simulator's reuse does not depend on them.
-func (s *Sim) MemPoolSetAttribute(pool MemPool, attr MemPoolAttr, value uint64) error {
+func (s *Runtime) MemPoolSetAttribute(pool cudart.MemPool, attr cudart.MemPoolAttr, value uint64) error {
 	const fn = "cudaMemPoolSetAttribute"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -396,32 +401,32 @@ func (s *Sim) MemPoolSetAttribute(pool MemPool, attr MemPoolAttr, value uint64) 
 		return err
 	}
 	switch attr {
-	case MemPoolReuseFollowEventDependencies, MemPoolReuseAllowOpportunistic, MemPoolReuseAllowInternalDependencies:
+	case cudart.MemPoolReuseFollowEventDependencies, cudart.MemPoolReuseAllowOpportunistic, cudart.MemPoolReuseAllowInternalDependencies:
 		if value > 1 {
-			return simErr(fn, ErrorInvalidValue, "reuse policy %d: value %d is not 0 or 1", int32(attr), value)
+			return simErr(fn, cudart.ErrorInvalidValue, "reuse policy %d: value %d is not 0 or 1", int32(attr), value)
 		}
-		p.reuse[attr-MemPoolReuseFollowEventDependencies] = value
-	case MemPoolAttrReleaseThreshold:
+		p.reuse[attr-cudart.MemPoolReuseFollowEventDependencies] = value
+	case cudart.MemPoolAttrReleaseThreshold:
 		p.threshold = value
-	case MemPoolAttrReservedMemHigh, MemPoolAttrUsedMemHigh:
+	case cudart.MemPoolAttrReservedMemHigh, cudart.MemPoolAttrUsedMemHigh:
 		if value != 0 {
-			return simErr(fn, ErrorInvalidValue, "a high-water mark can only be reset (to 0), not set to %d", value)
+			return simErr(fn, cudart.ErrorInvalidValue, "a high-water mark can only be reset (to 0), not set to %d", value)
 		}
-		if attr == MemPoolAttrReservedMemHigh {
+		if attr == cudart.MemPoolAttrReservedMemHigh {
 			p.reservedHigh = p.reserved
 		} else {
 			p.usedHigh = p.used
 		}
-	case MemPoolAttrReservedMemCurrent, MemPoolAttrUsedMemCurrent:
-		return simErr(fn, ErrorInvalidValue, "attribute %d is read-only", int32(attr))
+	case cudart.MemPoolAttrReservedMemCurrent, cudart.MemPoolAttrUsedMemCurrent:
+		return simErr(fn, cudart.ErrorInvalidValue, "attribute %d is read-only", int32(attr))
 	default:
-		return simErr(fn, ErrorInvalidValue, "unknown memory pool attribute %d", int32(attr))
+		return simErr(fn, cudart.ErrorInvalidValue, "unknown memory pool attribute %d", int32(attr))
 	}
 	return nil
 }
 
 // MemPoolGetAttribute reads a pool attribute.
-func (s *Sim) MemPoolGetAttribute(pool MemPool, attr MemPoolAttr) (uint64, error) {
+func (s *Runtime) MemPoolGetAttribute(pool cudart.MemPool, attr cudart.MemPoolAttr) (uint64, error) {
 	const fn = "cudaMemPoolGetAttribute"
 	if err := s.lock(fn); err != nil {
 		return 0, err
@@ -432,27 +437,27 @@ func (s *Sim) MemPoolGetAttribute(pool MemPool, attr MemPoolAttr) (uint64, error
 		return 0, err
 	}
 	switch attr {
-	case MemPoolReuseFollowEventDependencies, MemPoolReuseAllowOpportunistic, MemPoolReuseAllowInternalDependencies:
-		return p.reuse[attr-MemPoolReuseFollowEventDependencies], nil
-	case MemPoolAttrReleaseThreshold:
+	case cudart.MemPoolReuseFollowEventDependencies, cudart.MemPoolReuseAllowOpportunistic, cudart.MemPoolReuseAllowInternalDependencies:
+		return p.reuse[attr-cudart.MemPoolReuseFollowEventDependencies], nil
+	case cudart.MemPoolAttrReleaseThreshold:
 		return p.threshold, nil
-	case MemPoolAttrReservedMemCurrent:
+	case cudart.MemPoolAttrReservedMemCurrent:
 		return p.reserved, nil
-	case MemPoolAttrReservedMemHigh:
+	case cudart.MemPoolAttrReservedMemHigh:
 		return p.reservedHigh, nil
-	case MemPoolAttrUsedMemCurrent:
+	case cudart.MemPoolAttrUsedMemCurrent:
 		return p.used, nil
-	case MemPoolAttrUsedMemHigh:
+	case cudart.MemPoolAttrUsedMemHigh:
 		return p.usedHigh, nil
 	}
-	return 0, simErr(fn, ErrorInvalidValue, "unknown memory pool attribute %d", int32(attr))
+	return 0, simErr(fn, cudart.ErrorInvalidValue, "unknown memory pool attribute %d", int32(attr))
 }
 
 // MemPoolTrimTo gives back the pool's wholly free chunks while it keeps at
 // least minBytesToKeep reserved; a pool holding less is left alone.
 // Allocations freed in stream order whose free has not run yet still hold
 // their memory.
-func (s *Sim) MemPoolTrimTo(pool MemPool, minBytesToKeep uintptr) error {
+func (s *Runtime) MemPoolTrimTo(pool cudart.MemPool, minBytesToKeep uintptr) error {
 	const fn = "cudaMemPoolTrimTo"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -468,7 +473,7 @@ func (s *Sim) MemPoolTrimTo(pool MemPool, minBytesToKeep uintptr) error {
 
 // DeviceGetDefaultMemPool returns dev's default pool (release threshold 0,
 // like CUDA's).
-func (s *Sim) DeviceGetDefaultMemPool(dev int) (MemPool, error) {
+func (s *Runtime) DeviceGetDefaultMemPool(dev int) (cudart.MemPool, error) {
 	const fn = "cudaDeviceGetDefaultMemPool"
 	if err := s.lock(fn); err != nil {
 		return 0, err
@@ -479,7 +484,7 @@ func (s *Sim) DeviceGetDefaultMemPool(dev int) (MemPool, error) {
 		return 0, err
 	}
 	if d.defaultPool == nil {
-		return 0, simErr(fn, ErrorNotSupported, "the simulated devices have no memory-pool support")
+		return 0, simErr(fn, cudart.ErrorNotSupported, "the simulated devices have no memory-pool support")
 	}
 	return d.defaultPool.handle, nil
 }

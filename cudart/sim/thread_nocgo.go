@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package cudart
+package sim
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package cudart
+package sim
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"syscall"
 	"unsafe"
+
+	"github.com/rmmgo/rmmgo/cudart"
 )
 
 // memKind is the kind of memory an allocation holds.
@@ -94,7 +96,7 @@ func (r *simRange) dontNeed(start, end uintptr) {
 	_ = syscall.Madvise(r.mem[start-r.base:end-r.base], syscall.MADV_DONTNEED)
 }
 
-func (s *Sim) reserveRanges(capacity uint64) error {
+func (s *Runtime) reserveRanges(capacity uint64) error {
 	va := func(limit uint64) uint64 { return alignUp64(2*limit+simSlack, simChunk) }
 	reserve := func(kind memKind, dev int, limit uint64) (*simRange, error) {
 		r, err := newSimRange(kind, dev, va(limit))
@@ -135,7 +137,7 @@ func (s *Sim) reserveRanges(capacity uint64) error {
 
 // rangeOf returns the range that contains p, or nil for ordinary host
 // memory.
-func (s *Sim) rangeOf(p uintptr) *simRange {
+func (s *Runtime) rangeOf(p uintptr) *simRange {
 	i := sort.Search(len(s.ranges), func(i int) bool { return s.ranges[i].base+s.ranges[i].size > p })
 	if i < len(s.ranges) && s.ranges[i].base <= p {
 		return s.ranges[i]
@@ -145,7 +147,7 @@ func (s *Sim) rangeOf(p uintptr) *simRange {
 
 // budget returns the counter and limit that allocations from r count
 // against.
-func (s *Sim) budget(r *simRange) (used *uint64, limit uint64) {
+func (s *Runtime) budget(r *simRange) (used *uint64, limit uint64) {
 	switch r.kind {
 	case memDevice:
 		d := s.devs[r.dev]
@@ -166,16 +168,16 @@ func (r *simRange) name() string {
 }
 
 // allocTop takes size bytes from r, counting them against r's budget.
-func (s *Sim) allocTop(fn string, r *simRange, size uintptr) (*simBlock, error) {
+func (s *Runtime) allocTop(fn string, r *simRange, size uintptr) (*simBlock, error) {
 	used, limit := s.budget(r)
 	free := limit - *used
 	if uint64(size) > free {
-		return nil, simErr(fn, ErrorMemoryAllocation, "%s has %d of %d bytes free, %d requested", r.name(), free, limit, size)
+		return nil, simErr(fn, cudart.ErrorMemoryAllocation, "%s has %d of %d bytes free, %d requested", r.name(), free, limit, size)
 	}
 	need := uintptr(alignUp64(uint64(size), simAlign))
 	b := r.arena.alloc(need)
 	if b == nil {
-		return nil, simErr(fn, ErrorMemoryAllocation, "%s: address space too fragmented for %d bytes", r.name(), size)
+		return nil, simErr(fn, cudart.ErrorMemoryAllocation, "%s: address space too fragmented for %d bytes", r.name(), size)
 	}
 	*used += uint64(need)
 	b.kind, b.dev, b.req = r.kind, r.dev, size
@@ -183,7 +185,7 @@ func (s *Sim) allocTop(fn string, r *simRange, size uintptr) (*simBlock, error) 
 }
 
 // freeTop returns the block b of r to r.
-func (s *Sim) freeTop(r *simRange, b *simBlock) {
+func (s *Runtime) freeTop(r *simRange, b *simBlock) {
 	used, _ := s.budget(r)
 	*used -= uint64(b.size)
 	if b.size >= simDontNeedAt {
@@ -196,7 +198,7 @@ func (s *Sim) freeTop(r *simRange, b *simBlock) {
 // or an allocation from a pool (inside one of the pool's chunks). reserved
 // reports whether p lies in memory the device has mapped, live or not: a
 // live allocation or a pool's reservation.
-func (s *Sim) liveBlock(p uintptr) (r *simRange, b *simBlock, reserved bool) {
+func (s *Runtime) liveBlock(p uintptr) (r *simRange, b *simBlock, reserved bool) {
 	r = s.rangeOf(p)
 	if r == nil {
 		return nil, nil, false
@@ -215,7 +217,7 @@ func (s *Sim) liveBlock(p uintptr) (r *simRange, b *simBlock, reserved bool) {
 	return r, in, true
 }
 
-func (s *Sim) countLive(dev, delta int) {
+func (s *Runtime) countLive(dev, delta int) {
 	if dev >= 0 && dev < len(s.devs) {
 		s.devs[dev].live += delta
 	}
@@ -223,7 +225,7 @@ func (s *Sim) countLive(dev, delta int) {
 
 // Malloc allocates device memory on the current device. Zero bytes give a
 // null pointer and no error, as in CUDA.
-func (s *Sim) Malloc(size uintptr) (uintptr, error) {
+func (s *Runtime) Malloc(size uintptr) (uintptr, error) {
 	tok := threadToken()
 	const fn = "cudaMalloc"
 	if err := s.lock(fn); err != nil {
@@ -250,7 +252,7 @@ func (s *Sim) Malloc(size uintptr) (uintptr, error) {
 // pointer is a no-op. Anything else, pinned host memory, a second free and
 // memory with a FreeAsync still queued included, fails with
 // cudaErrorInvalidValue.
-func (s *Sim) Free(ptr uintptr) error {
+func (s *Runtime) Free(ptr uintptr) error {
 	const fn = "cudaFree"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -261,22 +263,22 @@ func (s *Sim) Free(ptr uintptr) error {
 	}
 	r := s.rangeOf(ptr)
 	if r == nil {
-		return simErr(fn, ErrorInvalidValue, "%#x is not memory the simulated device allocated", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is not memory the simulated device allocated", ptr)
 	}
 	top := r.arena.find(ptr)
 	if top != nil && top.chunk {
 		in := top.pool.arena.find(ptr)
 		if in == nil || in.free || in.start != ptr || in.pendingFree {
-			return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live allocation (freed twice?)", ptr)
+			return simErr(fn, cudart.ErrorInvalidValue, "%#x is not the start of a live allocation (freed twice?)", ptr)
 		}
 		s.poolFree(in)
 		return nil
 	}
 	if top == nil || top.free || top.start != ptr || top.pendingFree {
-		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live allocation (freed twice?)", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is not the start of a live allocation (freed twice?)", ptr)
 	}
 	if top.kind == memHost {
-		return simErr(fn, ErrorInvalidValue, "%#x is pinned host memory: free it with cudaFreeHost", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is pinned host memory: free it with cudaFreeHost", ptr)
 	}
 	s.countLive(top.dev, -1)
 	s.freeTop(r, top)
@@ -287,15 +289,15 @@ func (s *Sim) Free(ptr uintptr) error {
 // flags must be MemAttachGlobal or MemAttachHost. Zero bytes give a null
 // pointer and no error: CUDA's documentation says cudaErrorInvalidValue, but
 // the CUDA 13.0 runtime (driver 13.0, H200) returns success.
-func (s *Sim) MallocManaged(size uintptr, flags uint32) (uintptr, error) {
+func (s *Runtime) MallocManaged(size uintptr, flags uint32) (uintptr, error) {
 	tok := threadToken()
 	const fn = "cudaMallocManaged"
 	if err := s.lock(fn); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	if flags != MemAttachGlobal && flags != MemAttachHost {
-		return 0, simErr(fn, ErrorInvalidValue, "flags %#x: want cudaMemAttachGlobal or cudaMemAttachHost", flags)
+	if flags != cudart.MemAttachGlobal && flags != cudart.MemAttachHost {
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "flags %#x: want cudaMemAttachGlobal or cudaMemAttachHost", flags)
 	}
 	if size == 0 {
 		return 0, nil
@@ -316,15 +318,15 @@ func (s *Sim) MallocManaged(size uintptr, flags uint32) (uintptr, error) {
 // HostAlloc allocates pinned host memory, attributed to the current device.
 // flags is a combination of the HostAlloc* flags. Zero bytes give a null
 // pointer and no error.
-func (s *Sim) HostAlloc(size uintptr, flags uint32) (uintptr, error) {
+func (s *Runtime) HostAlloc(size uintptr, flags uint32) (uintptr, error) {
 	tok := threadToken()
 	const fn = "cudaHostAlloc"
 	if err := s.lock(fn); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	if flags&^(HostAllocPortable|HostAllocMapped|HostAllocWriteCombined) != 0 {
-		return 0, simErr(fn, ErrorInvalidValue, "unknown flags %#x", flags)
+	if flags&^(cudart.HostAllocPortable|cudart.HostAllocMapped|cudart.HostAllocWriteCombined) != 0 {
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "unknown flags %#x", flags)
 	}
 	if size == 0 {
 		return 0, nil
@@ -343,7 +345,7 @@ func (s *Sim) HostAlloc(size uintptr, flags uint32) (uintptr, error) {
 
 // FreeHost frees memory from HostAlloc. A null pointer is a no-op; anything
 // else fails with cudaErrorInvalidValue.
-func (s *Sim) FreeHost(ptr uintptr) error {
+func (s *Runtime) FreeHost(ptr uintptr) error {
 	const fn = "cudaFreeHost"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -354,11 +356,11 @@ func (s *Sim) FreeHost(ptr uintptr) error {
 	}
 	r := s.rangeOf(ptr)
 	if r != s.pinned {
-		return simErr(fn, ErrorInvalidValue, "%#x is not pinned host memory from cudaHostAlloc", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is not pinned host memory from cudaHostAlloc", ptr)
 	}
 	b := r.arena.find(ptr)
 	if b == nil || b.free || b.chunk || b.start != ptr {
-		return simErr(fn, ErrorInvalidValue, "%#x is not the start of a live cudaHostAlloc allocation (freed twice?)", ptr)
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is not the start of a live cudaHostAlloc allocation (freed twice?)", ptr)
 	}
 	s.countLive(b.dev, -1)
 	s.freeTop(r, b)
@@ -376,16 +378,16 @@ func (s *Sim) FreeHost(ptr uintptr) error {
 // it has not (the latter as CUDA 13.0 reports it; the former follows the
 // documented meaning of the field, unverified on such a machine). A null
 // pointer fails with cudaErrorInvalidValue.
-func (s *Sim) PointerGetAttributes(ptr uintptr) (PointerAttributes, error) {
+func (s *Runtime) PointerGetAttributes(ptr uintptr) (cudart.PointerAttributes, error) {
 	const fn = "cudaPointerGetAttributes"
 	if err := s.lock(fn); err != nil {
-		return PointerAttributes{}, err
+		return cudart.PointerAttributes{}, err
 	}
 	defer s.mu.Unlock()
 	if ptr == 0 {
-		return PointerAttributes{}, simErr(fn, ErrorInvalidValue, "null pointer")
+		return cudart.PointerAttributes{}, simErr(fn, cudart.ErrorInvalidValue, "null pointer")
 	}
-	unregistered := PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, HostPointer: ptr}
+	unregistered := cudart.PointerAttributes{Type: cudart.MemoryTypeUnregistered, Device: cudart.InvalidDeviceID, HostPointer: ptr}
 	if s.cfg.PageableMemoryAccess {
 		unregistered.DevicePointer = ptr
 	}
@@ -404,11 +406,11 @@ func (s *Sim) PointerGetAttributes(ptr uintptr) (PointerAttributes, error) {
 	}
 	switch kind {
 	case memDevice:
-		return PointerAttributes{Type: MemoryTypeDevice, Device: dev, DevicePointer: ptr}, nil
+		return cudart.PointerAttributes{Type: cudart.MemoryTypeDevice, Device: dev, DevicePointer: ptr}, nil
 	case memManaged:
-		return PointerAttributes{Type: MemoryTypeManaged, Device: dev, DevicePointer: ptr, HostPointer: ptr}, nil
+		return cudart.PointerAttributes{Type: cudart.MemoryTypeManaged, Device: dev, DevicePointer: ptr, HostPointer: ptr}, nil
 	case memHost:
-		return PointerAttributes{Type: MemoryTypeHost, Device: dev, DevicePointer: ptr, HostPointer: ptr}, nil
+		return cudart.PointerAttributes{Type: cudart.MemoryTypeHost, Device: dev, DevicePointer: ptr, HostPointer: ptr}, nil
 	}
 	return unregistered, nil
 }
@@ -417,42 +419,42 @@ func (s *Sim) PointerGetAttributes(ptr uintptr) (PointerAttributes, error) {
 // allocation of the simulator, or host memory outside its ranges. onDevice
 // says the device, not the host, touches the memory: pageable host memory
 // then needs pageable memory access. what names the operand for messages.
-func (s *Sim) checkAccess(fn, what string, p, n uintptr, onDevice bool) error {
+func (s *Runtime) checkAccess(fn, what string, p, n uintptr, onDevice bool) error {
 	if p == 0 {
-		return simErr(fn, ErrorInvalidValue, "null %s pointer", what)
+		return simErr(fn, cudart.ErrorInvalidValue, "null %s pointer", what)
 	}
 	end := p + n
 	if end < p {
-		return simErr(fn, ErrorInvalidValue, "%s range %#x + %d wraps around", what, p, n)
+		return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d wraps around", what, p, n)
 	}
 	r, b, _ := s.liveBlock(p)
 	if r == nil {
 		if s.rangeOf(end-1) != nil {
-			return simErr(fn, ErrorInvalidValue, "%s range %#x + %d runs from host memory into device memory", what, p, n)
+			return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d runs from host memory into device memory", what, p, n)
 		}
 		if onDevice && !s.cfg.PageableMemoryAccess {
-			return simErr(fn, ErrorInvalidValue, "%s %#x is pageable host memory, which the device cannot access (no pageable memory access)", what, p)
+			return simErr(fn, cudart.ErrorInvalidValue, "%s %#x is pageable host memory, which the device cannot access (no pageable memory access)", what, p)
 		}
 		return nil
 	}
 	if b == nil {
-		return simErr(fn, ErrorInvalidValue, "%s %#x is not inside a live allocation", what, p)
+		return simErr(fn, cudart.ErrorInvalidValue, "%s %#x is not inside a live allocation", what, p)
 	}
 	if end > b.end() {
-		return simErr(fn, ErrorInvalidValue, "%s range %#x + %d runs past the end of its %d-byte allocation at %#x", what, p, n, b.req, b.start)
+		return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d runs past the end of its %d-byte allocation at %#x", what, p, n, b.req, b.start)
 	}
 	return nil
 }
 
-func (s *Sim) checkCopy(fn string, dst, src, n uintptr, kind MemcpyKind) error {
-	if kind < MemcpyHostToHost || kind > MemcpyDefault {
-		return simErr(fn, ErrorInvalidMemcpyDirection, "kind %d", int32(kind))
+func (s *Runtime) checkCopy(fn string, dst, src, n uintptr, kind cudart.MemcpyKind) error {
+	if kind < cudart.MemcpyHostToHost || kind > cudart.MemcpyDefault {
+		return simErr(fn, cudart.ErrorInvalidMemcpyDirection, "kind %d", int32(kind))
 	}
 	if n == 0 {
 		return nil
 	}
-	dstDev := kind == MemcpyHostToDevice || kind == MemcpyDeviceToDevice
-	srcDev := kind == MemcpyDeviceToHost || kind == MemcpyDeviceToDevice
+	dstDev := kind == cudart.MemcpyHostToDevice || kind == cudart.MemcpyDeviceToDevice
+	srcDev := kind == cudart.MemcpyDeviceToHost || kind == cudart.MemcpyDeviceToDevice
 	if err := s.checkAccess(fn, "destination", dst, n, dstDev); err != nil {
 		return err
 	}
@@ -490,7 +492,7 @@ func fill(b []byte, v byte) {
 // access; violations fail with cudaErrorInvalidValue. Host memory outside
 // the simulator must not move while the call runs (Go heap memory is fine;
 // goroutine stacks are not). Overlapping ranges copy as memmove does.
-func (s *Sim) Memcpy(dst, src, n uintptr, kind MemcpyKind) error {
+func (s *Runtime) Memcpy(dst, src, n uintptr, kind cudart.MemcpyKind) error {
 	tok := threadToken()
 	const fn = "cudaMemcpy"
 	if err := s.lock(fn); err != nil {
@@ -505,7 +507,7 @@ func (s *Sim) Memcpy(dst, src, n uintptr, kind MemcpyKind) error {
 
 // MemcpyAsync queues the copy Memcpy makes on stream st. The operands are
 // checked at once; the bytes move when the stream reaches the copy.
-func (s *Sim) MemcpyAsync(dst, src, n uintptr, kind MemcpyKind, st Stream) error {
+func (s *Runtime) MemcpyAsync(dst, src, n uintptr, kind cudart.MemcpyKind, st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaMemcpyAsync"
 	if err := s.lock(fn); err != nil {
@@ -527,7 +529,7 @@ func (s *Sim) MemcpyAsync(dst, src, n uintptr, kind MemcpyKind, st Stream) error
 // work queued on the current device's default stream, and returns when done.
 // ptr must lie inside a live allocation (or be host memory where the device
 // has pageable memory access).
-func (s *Sim) Memset(ptr uintptr, value int, n uintptr) error {
+func (s *Runtime) Memset(ptr uintptr, value int, n uintptr) error {
 	tok := threadToken()
 	const fn = "cudaMemset"
 	if err := s.lock(fn); err != nil {
@@ -544,7 +546,7 @@ func (s *Sim) Memset(ptr uintptr, value int, n uintptr) error {
 }
 
 // MemsetAsync queues the fill Memset makes on stream st.
-func (s *Sim) MemsetAsync(ptr uintptr, value int, n uintptr, st Stream) error {
+func (s *Runtime) MemsetAsync(ptr uintptr, value int, n uintptr, st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaMemsetAsync"
 	if err := s.lock(fn); err != nil {
@@ -569,33 +571,33 @@ func (s *Sim) MemsetAsync(ptr uintptr, value int, n uintptr, st Stream) error {
 // allocation.
 type simAdvice struct {
 	readMostly   bool
-	preferred    MemLocation
-	accessedBy   []MemLocation
-	lastPrefetch MemLocation
+	preferred    cudart.MemLocation
+	accessedBy   []cudart.MemLocation
+	lastPrefetch cudart.MemLocation
 }
 
-// SimManagedInfo is what the simulator recorded for a managed allocation:
+// ManagedInfo is what the simulator recorded for a managed allocation:
 // the hints MemAdvise set (for the whole allocation: the simulator does not
 // split an allocation by advised range) and where the last executed
 // MemPrefetchAsync moved it. Locations not set have type
 // MemLocationTypeInvalid.
-type SimManagedInfo struct {
+type ManagedInfo struct {
 	ReadMostly        bool
-	PreferredLocation MemLocation
-	AccessedBy        []MemLocation
-	LastPrefetch      MemLocation
+	PreferredLocation cudart.MemLocation
+	AccessedBy        []cudart.MemLocation
+	LastPrefetch      cudart.MemLocation
 }
 
-// SimAdvice is one MemAdvise call the simulator accepted.
-type SimAdvice struct {
+// Advice is one MemAdvise call the simulator accepted.
+type Advice struct {
 	Ptr, Count uintptr
-	Advice     MemoryAdvise
-	Location   MemLocation
+	Advice     cudart.MemoryAdvise
+	Location   cudart.MemLocation
 }
 
 // ManagedInfo reports the hints recorded for the live managed allocation
 // that contains ptr; ok is false when ptr is not in one.
-func (s *Sim) ManagedInfo(ptr uintptr) (info SimManagedInfo, ok bool) {
+func (s *Runtime) ManagedInfo(ptr uintptr) (info ManagedInfo, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -606,7 +608,7 @@ func (s *Sim) ManagedInfo(ptr uintptr) (info SimManagedInfo, ok bool) {
 		return info, false
 	}
 	a := b.advice
-	return SimManagedInfo{
+	return ManagedInfo{
 		ReadMostly:        a.readMostly,
 		PreferredLocation: a.preferred,
 		AccessedBy:        slices.Clone(a.accessedBy),
@@ -617,7 +619,7 @@ func (s *Sim) ManagedInfo(ptr uintptr) (info SimManagedInfo, ok bool) {
 // MemAdviseCalls returns the MemAdvise calls the simulator accepted, oldest
 // first, on managed and (with pageable memory access) pageable memory; it
 // keeps the last 1024.
-func (s *Sim) MemAdviseCalls() []SimAdvice {
+func (s *Runtime) MemAdviseCalls() []Advice {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.adviceLog)
@@ -627,32 +629,32 @@ func (s *Sim) MemAdviseCalls() []SimAdvice {
 // allocation, or pageable host memory where the device has pageable memory
 // access. It returns the allocation, or nil for pageable memory. Other
 // memory fails with cudaErrorInvalidValue, as on CUDA.
-func (s *Sim) checkManaged(fn string, p, n uintptr) (*simBlock, error) {
+func (s *Runtime) checkManaged(fn string, p, n uintptr) (*simBlock, error) {
 	if p == 0 || n == 0 {
-		return nil, simErr(fn, ErrorInvalidValue, "empty range %#x + %d", p, n)
+		return nil, simErr(fn, cudart.ErrorInvalidValue, "empty range %#x + %d", p, n)
 	}
 	end := p + n
 	if end < p {
-		return nil, simErr(fn, ErrorInvalidValue, "range %#x + %d wraps around", p, n)
+		return nil, simErr(fn, cudart.ErrorInvalidValue, "range %#x + %d wraps around", p, n)
 	}
 	r, b, _ := s.liveBlock(p)
 	if r == nil {
 		if s.rangeOf(end-1) != nil {
-			return nil, simErr(fn, ErrorInvalidValue, "range %#x + %d runs from host memory into device memory", p, n)
+			return nil, simErr(fn, cudart.ErrorInvalidValue, "range %#x + %d runs from host memory into device memory", p, n)
 		}
 		if !s.cfg.PageableMemoryAccess {
-			return nil, simErr(fn, ErrorInvalidValue, "%#x is pageable host memory, not managed memory, and the device has no pageable memory access", p)
+			return nil, simErr(fn, cudart.ErrorInvalidValue, "%#x is pageable host memory, not managed memory, and the device has no pageable memory access", p)
 		}
 		return nil, nil
 	}
 	if b == nil {
-		return nil, simErr(fn, ErrorInvalidValue, "%#x is not inside a live allocation", p)
+		return nil, simErr(fn, cudart.ErrorInvalidValue, "%#x is not inside a live allocation", p)
 	}
 	if b.kind != memManaged {
-		return nil, simErr(fn, ErrorInvalidValue, "%#x is %s memory, not managed memory", p, b.kind)
+		return nil, simErr(fn, cudart.ErrorInvalidValue, "%#x is %s memory, not managed memory", p, b.kind)
 	}
 	if end > b.end() {
-		return nil, simErr(fn, ErrorInvalidValue, "range %#x + %d runs past the end of its %d-byte allocation", p, n, b.req)
+		return nil, simErr(fn, cudart.ErrorInvalidValue, "range %#x + %d runs past the end of its %d-byte allocation", p, n, b.req)
 	}
 	if b.advice == nil {
 		b.advice = &simAdvice{}
@@ -663,20 +665,20 @@ func (s *Sim) checkManaged(fn string, p, n uintptr) (*simBlock, error) {
 // checkLocation validates a prefetch or advice target: a device that
 // exists, or the host (HostNuma with node 0: the simulated host has one
 // NUMA node).
-func (s *Sim) checkLocation(fn string, loc MemLocation) error {
+func (s *Runtime) checkLocation(fn string, loc cudart.MemLocation) error {
 	switch loc.Type {
-	case MemLocationTypeDevice:
+	case cudart.MemLocationTypeDevice:
 		_, err := s.device(fn, int(loc.ID))
 		return err
-	case MemLocationTypeHost, MemLocationTypeHostNumaCurrent:
+	case cudart.MemLocationTypeHost, cudart.MemLocationTypeHostNumaCurrent:
 		return nil
-	case MemLocationTypeHostNuma:
+	case cudart.MemLocationTypeHostNuma:
 		if loc.ID != 0 {
-			return simErr(fn, ErrorInvalidValue, "host NUMA node %d does not exist (the simulated host has node 0)", loc.ID)
+			return simErr(fn, cudart.ErrorInvalidValue, "host NUMA node %d does not exist (the simulated host has node 0)", loc.ID)
 		}
 		return nil
 	}
-	return simErr(fn, ErrorInvalidValue, "invalid location type %d", int32(loc.Type))
+	return simErr(fn, cudart.ErrorInvalidValue, "invalid location type %d", int32(loc.Type))
 }
 
 // MemPrefetchAsync queues a migration of managed memory (or, with pageable
@@ -685,7 +687,7 @@ func (s *Sim) checkLocation(fn string, loc MemLocation) error {
 // pinned host memory fail with cudaErrorInvalidValue, as CUDA reports them;
 // a device target needs concurrent managed access (else
 // cudaErrorInvalidDevice).
-func (s *Sim) MemPrefetchAsync(ptr, n uintptr, loc MemLocation, st Stream) error {
+func (s *Runtime) MemPrefetchAsync(ptr, n uintptr, loc cudart.MemLocation, st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaMemPrefetchAsync"
 	if err := s.lock(fn); err != nil {
@@ -699,8 +701,8 @@ func (s *Sim) MemPrefetchAsync(ptr, n uintptr, loc MemLocation, st Stream) error
 	if err := s.checkLocation(fn, loc); err != nil {
 		return err
 	}
-	if loc.Type == MemLocationTypeDevice && s.cfg.NoConcurrentManaged {
-		return simErr(fn, ErrorInvalidDevice, "device %d has no concurrent managed access", loc.ID)
+	if loc.Type == cudart.MemLocationTypeDevice && s.cfg.NoConcurrentManaged {
+		return simErr(fn, cudart.ErrorInvalidDevice, "device %d has no concurrent managed access", loc.ID)
 	}
 	b, err := s.checkManaged(fn, ptr, n)
 	if err != nil || b == nil {
@@ -720,7 +722,7 @@ func (s *Sim) MemPrefetchAsync(ptr, n uintptr, loc MemLocation, st Stream) error
 // location and the other hints ignore it, as CUDA 12's device-number
 // argument is ignored for them. Device memory and pinned host memory fail
 // with cudaErrorInvalidValue.
-func (s *Sim) MemAdvise(ptr, n uintptr, advice MemoryAdvise, loc MemLocation) error {
+func (s *Runtime) MemAdvise(ptr, n uintptr, advice cudart.MemoryAdvise, loc cudart.MemLocation) error {
 	const fn = "cudaMemAdvise"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -728,11 +730,11 @@ func (s *Sim) MemAdvise(ptr, n uintptr, advice MemoryAdvise, loc MemLocation) er
 	defer s.mu.Unlock()
 	needsLocation := s.cfg.RuntimeVersion >= 13000
 	switch advice {
-	case MemAdviseSetPreferredLocation, MemAdviseSetAccessedBy, MemAdviseUnsetAccessedBy:
+	case cudart.MemAdviseSetPreferredLocation, cudart.MemAdviseSetAccessedBy, cudart.MemAdviseUnsetAccessedBy:
 		needsLocation = true
-	case MemAdviseSetReadMostly, MemAdviseUnsetReadMostly, MemAdviseUnsetPreferredLocation:
+	case cudart.MemAdviseSetReadMostly, cudart.MemAdviseUnsetReadMostly, cudart.MemAdviseUnsetPreferredLocation:
 	default:
-		return simErr(fn, ErrorInvalidValue, "unknown advice %d", int32(advice))
+		return simErr(fn, cudart.ErrorInvalidValue, "unknown advice %d", int32(advice))
 	}
 	if needsLocation {
 		if err := s.checkLocation(fn, loc); err != nil {
@@ -746,25 +748,25 @@ func (s *Sim) MemAdvise(ptr, n uintptr, advice MemoryAdvise, loc MemLocation) er
 	if b != nil {
 		a := b.advice
 		switch advice {
-		case MemAdviseSetReadMostly:
+		case cudart.MemAdviseSetReadMostly:
 			a.readMostly = true
-		case MemAdviseUnsetReadMostly:
+		case cudart.MemAdviseUnsetReadMostly:
 			a.readMostly = false
-		case MemAdviseSetPreferredLocation:
+		case cudart.MemAdviseSetPreferredLocation:
 			a.preferred = loc
-		case MemAdviseUnsetPreferredLocation:
-			a.preferred = MemLocation{}
-		case MemAdviseSetAccessedBy:
+		case cudart.MemAdviseUnsetPreferredLocation:
+			a.preferred = cudart.MemLocation{}
+		case cudart.MemAdviseSetAccessedBy:
 			if !slices.Contains(a.accessedBy, loc) {
 				a.accessedBy = append(a.accessedBy, loc)
 			}
-		case MemAdviseUnsetAccessedBy:
-			a.accessedBy = slices.DeleteFunc(a.accessedBy, func(l MemLocation) bool { return l == loc })
+		case cudart.MemAdviseUnsetAccessedBy:
+			a.accessedBy = slices.DeleteFunc(a.accessedBy, func(l cudart.MemLocation) bool { return l == loc })
 		}
 	}
 	if len(s.adviceLog) == simAdviceLogSize {
 		s.adviceLog = append(s.adviceLog[:0], s.adviceLog[1:]...)
 	}
-	s.adviceLog = append(s.adviceLog, SimAdvice{Ptr: ptr, Count: n, Advice: advice, Location: loc})
+	s.adviceLog = append(s.adviceLog, Advice{Ptr: ptr, Count: n, Advice: advice, Location: loc})
 	return nil
 }

@@ -1,15 +1,27 @@
-package cudart
+package sim
 
 import (
 	"fmt"
 	"sync"
+
+	"github.com/rmmgo/rmmgo/cudart"
 )
 
-// Sim is the simulated device: a Runtime for machines without a GPU. It
-// models what rmmgo's resources rely on, as CUDA behaves, so that the same
+// Config describes the simulated machine.
+type Config struct {
+	Devices              int    // number of devices; 0 means 2
+	MemoryPerDevice      uint64 // capacity of each device in bytes; 0 means 1 GiB
+	PageableMemoryAccess bool   // devices can use pageable host memory (HMM/ATS)
+	NoConcurrentManaged  bool   // report no concurrent managed access
+	NoMemoryPools        bool   // report no memory-pool (malloc-async) support
+	RuntimeVersion       int    // reported runtime and driver version; 0 means 13000
+}
+
+// Runtime is the simulated device: a cudart.Runtime for machines without a
+// GPU. It models what rmmgo's resources rely on, as CUDA behaves, so that the same
 // code and the same tests run on it and on a real GPU:
 //
-//   - Devices: SimConfig.Devices devices (default 2), each with a capacity
+//   - Devices: Config.Devices devices (default 2), each with a capacity
 //     (default 1 GiB). Allocations beyond it fail with
 //     cudaErrorMemoryAllocation, and MemGetInfo reports what is left. Device
 //     attributes describe a compute-capability 9.0 discrete GPU with managed
@@ -48,10 +60,18 @@ import (
 //     used memory (current and high) are reported as CUDA names them.
 //     Destroying a pool with allocations outstanding leaves them valid; its
 //     memory goes back when the last is freed.
+//   - Handles: the simulator knows every stream, event and pool it made.
+//     Stream 0, cudart.LegacyDefaultStream and cudart.PerThreadDefaultStream
+//     are always valid. Any other handle, forged, destroyed or of another
+//     kind, fails every call that takes it with an error that names it and
+//     says which it is: cudaErrorInvalidResourceHandle for a stream or an
+//     event, cudaErrorInvalidValue for a pool (the codes CUDA gives where it
+//     checks). On a GPU such a handle is a wild pointer that CUDA may
+//     dereference and crash on: the simulator is where tests see it.
 //
 // Where CUDA's behaviour and its documentation part, the simulator does what
 // the CUDA 13.0 runtime did on a GPU (H200, driver 13.0), as the conformance
-// tests (sim_conformance_test.go) check on both: cudaMallocManaged of zero
+// tests (conformance_test.go) check on both: cudaMallocManaged of zero
 // bytes succeeds (the simulator returns a null pointer); cudaFreeAsync takes cudaMalloc memory
 // (freed in stream order); unregistered host memory reports its own address
 // as host pointer; and from runtime version 13000 on, cudaMemAdvise needs a
@@ -59,7 +79,7 @@ import (
 //
 // Simplifications, each harmless to the resources above it: the legacy
 // default stream has no implicit synchronization with other streams (stream
-// 0, LegacyDefaultStream and PerThreadDefaultStream are ordinary in-order
+// 0, cudart.LegacyDefaultStream and cudart.PerThreadDefaultStream are ordinary in-order
 // streams of the current device, and the per-thread stream is one stream per
 // device, not per thread); Free and FreeHost do not wait for queued work;
 // memory freed with FreeAsync becomes reusable, by any stream, when the free
@@ -67,9 +87,9 @@ import (
 //
 // The test controls PauseStream, ResumeStream, InjectAllocFailures,
 // LiveAllocations, UsedBytes, ManagedInfo, MemAdviseCalls and Close are
-// methods of *Sim only. Everything on *Sim is safe for concurrent use.
-type Sim struct {
-	cfg SimConfig // with defaults filled in
+// methods of *Runtime only. Everything on *Runtime is safe for concurrent use.
+type Runtime struct {
+	cfg Config // with defaults filled in
 
 	mu      sync.Mutex
 	cond    sync.Cond // signalled whenever queued work completes, and on Close
@@ -86,17 +106,17 @@ type Sim struct {
 
 	cur map[uint64]int // current device of each thread that set one (see threadToken)
 
-	streams  map[Stream]*simStream
+	streams  map[cudart.Stream]*simStream
 	busy     map[*simStream]struct{} // streams with queued work
-	events   map[Event]*simEvent
-	pools    map[MemPool]*simPool  // pools with a live handle
-	allPools map[*simPool]struct{} // those plus destroyed pools with allocations left
+	events   map[cudart.Event]*simEvent
+	pools    map[cudart.MemPool]*simPool // pools with a live handle
+	allPools map[*simPool]struct{}       // those plus destroyed pools with allocations left
 
-	nextHandle   uintptr
+	handleSeq    [poolHandle + 1]uintptr // handles made, per kind (handles.go)
 	nextStreamID uint64
 	failNext     int // allocations left to fail (InjectAllocFailures)
 
-	adviceLog []SimAdvice
+	adviceLog []Advice
 }
 
 type simDevice struct {
@@ -116,23 +136,22 @@ const (
 	simAdviceLogSize  = 1024
 )
 
-var _ Runtime = (*Sim)(nil)
+var _ cudart.Runtime = (*Runtime)(nil)
 
-// NewSim makes a simulated machine as cfg describes; zero fields take their
+// New makes a simulated machine as cfg describes; zero fields take their
 // defaults (2 devices of 1 GiB, runtime and driver version 13000). A
 // capacity that is not a multiple of 256 bytes is rounded down to one. It never
 // fails: if the address space cannot be reserved, or cfg is invalid, every
-// call of the returned Sim fails with cudaErrorInitializationError and says
-// why. A Sim holds address space until Close.
-func NewSim(cfg SimConfig) *Sim {
-	s := &Sim{
-		cur:        make(map[uint64]int),
-		streams:    make(map[Stream]*simStream),
-		busy:       make(map[*simStream]struct{}),
-		events:     make(map[Event]*simEvent),
-		pools:      make(map[MemPool]*simPool),
-		allPools:   make(map[*simPool]struct{}),
-		nextHandle: 0x10000,
+// call of the returned Runtime fails with cudaErrorInitializationError and says
+// why. A Runtime holds address space until Close.
+func New(cfg Config) *Runtime {
+	s := &Runtime{
+		cur:      make(map[uint64]int),
+		streams:  make(map[cudart.Stream]*simStream),
+		busy:     make(map[*simStream]struct{}),
+		events:   make(map[cudart.Event]*simEvent),
+		pools:    make(map[cudart.MemPool]*simPool),
+		allPools: make(map[*simPool]struct{}),
 	}
 	s.cond.L = &s.mu
 	if cfg.Devices == 0 {
@@ -163,8 +182,8 @@ func NewSim(cfg SimConfig) *Sim {
 		return s
 	}
 	for _, d := range s.devs {
-		d.null = s.newStream(d.id, StreamFlagDefault, DefaultStream)
-		d.ptds = s.newStream(d.id, StreamFlagDefault, PerThreadDefaultStream)
+		d.null = s.newStream(d.id, cudart.StreamFlagDefault, cudart.DefaultStream)
+		d.ptds = s.newStream(d.id, cudart.StreamFlagDefault, cudart.PerThreadDefaultStream)
 		if !cfg.NoMemoryPools {
 			d.defaultPool = s.newPool(memDevice, d.id, 0, true)
 		}
@@ -173,14 +192,14 @@ func NewSim(cfg SimConfig) *Sim {
 }
 
 // Config returns the configuration s runs with, defaults filled in.
-func (s *Sim) Config() SimConfig { return s.cfg }
+func (s *Runtime) Config() Config { return s.cfg }
 
 // Close releases the simulator's address space. Afterwards every call fails
 // with cudaErrorCudartUnloading, queued work is dropped, waiters return that
 // error, and memory the simulator handed out must no longer be touched.
 // Close is for tests that make many simulators; the process's default
 // Runtime is never closed.
-func (s *Sim) Close() error {
+func (s *Runtime) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -202,19 +221,19 @@ func (s *Sim) Close() error {
 }
 
 // usable is the first check of every call, made with s.mu held.
-func (s *Sim) usable(fn string) error {
+func (s *Runtime) usable(fn string) error {
 	if s.closed {
-		return simErr(fn, ErrorCudartUnloading, "the simulated device was closed")
+		return simErr(fn, cudart.ErrorCudartUnloading, "the simulated device was closed")
 	}
 	if s.initErr != nil {
-		return simErr(fn, ErrorInitializationError, "simulated device: %v", s.initErr)
+		return simErr(fn, cudart.ErrorInitializationError, "simulated device: %v", s.initErr)
 	}
 	return nil
 }
 
 // lock takes s.mu and checks that s is usable; on success the caller must
 // unlock.
-func (s *Sim) lock(fn string) error {
+func (s *Runtime) lock(fn string) error {
 	s.mu.Lock()
 	if err := s.usable(fn); err != nil {
 		s.mu.Unlock()
@@ -225,7 +244,7 @@ func (s *Sim) lock(fn string) error {
 
 // simErr builds the *Error of a failed call: CUDA's description of code,
 // followed by what the simulator found.
-func simErr(fn string, code ErrorCode, format string, args ...any) error {
+func simErr(fn string, code cudart.ErrorCode, format string, args ...any) error {
 	desc := simErrorStrings[code]
 	if format != "" {
 		if desc != "" {
@@ -233,29 +252,24 @@ func simErr(fn string, code ErrorCode, format string, args ...any) error {
 		}
 		desc += fmt.Sprintf(format, args...)
 	}
-	return NewError(fn, code, desc)
+	return cudart.NewError(fn, code, desc)
 }
 
 // curDev is the calling thread's current device; s.mu held.
-func (s *Sim) curDev(tok uint64) *simDevice { return s.devs[s.cur[tok]] }
+func (s *Runtime) curDev(tok uint64) *simDevice { return s.devs[s.cur[tok]] }
 
-func (s *Sim) device(fn string, dev int) (*simDevice, error) {
+func (s *Runtime) device(fn string, dev int) (*simDevice, error) {
 	if dev < 0 || dev >= len(s.devs) {
-		return nil, simErr(fn, ErrorInvalidDevice, "device %d does not exist (the simulator has %d)", dev, len(s.devs))
+		return nil, simErr(fn, cudart.ErrorInvalidDevice, "device %d does not exist (the simulator has %d)", dev, len(s.devs))
 	}
 	return s.devs[dev], nil
 }
 
-func (s *Sim) handle() uintptr {
-	s.nextHandle += 16
-	return s.nextHandle
-}
-
 // Backend reports BackendSimulated.
-func (s *Sim) Backend() Backend { return BackendSimulated }
+func (s *Runtime) Backend() cudart.Backend { return cudart.BackendSimulated }
 
-// RuntimeVersion reports SimConfig.RuntimeVersion (default 13000).
-func (s *Sim) RuntimeVersion() (int, error) {
+// RuntimeVersion reports Config.RuntimeVersion (default 13000).
+func (s *Runtime) RuntimeVersion() (int, error) {
 	if err := s.lock("cudaRuntimeGetVersion"); err != nil {
 		return 0, err
 	}
@@ -264,7 +278,7 @@ func (s *Sim) RuntimeVersion() (int, error) {
 }
 
 // DriverVersion reports the same version as RuntimeVersion.
-func (s *Sim) DriverVersion() (int, error) {
+func (s *Runtime) DriverVersion() (int, error) {
 	if err := s.lock("cudaDriverGetVersion"); err != nil {
 		return 0, err
 	}
@@ -272,27 +286,27 @@ func (s *Sim) DriverVersion() (int, error) {
 	return s.cfg.RuntimeVersion, nil
 }
 
-var simErrorStrings = map[ErrorCode]string{
-	Success:                          "no error",
-	ErrorInvalidValue:                "invalid argument",
-	ErrorMemoryAllocation:            "out of memory",
-	ErrorInitializationError:         "initialization error",
-	ErrorCudartUnloading:             "driver shutting down",
-	ErrorInvalidDevicePointer:        "invalid device pointer",
-	ErrorInvalidMemcpyDirection:      "invalid copy direction for memcpy",
-	ErrorInsufficientDriver:          "CUDA driver version is insufficient for CUDA runtime version",
-	ErrorNoDevice:                    "no CUDA-capable device is detected",
-	ErrorInvalidDevice:               "invalid device ordinal",
-	ErrorInvalidResourceHandle:       "invalid resource handle",
-	ErrorNotReady:                    "device not ready",
-	ErrorIllegalAddress:              "an illegal memory access was encountered",
-	ErrorHostMemoryAlreadyRegistered: "part or all of the requested memory range is already mapped",
-	ErrorNotSupported:                "operation not supported",
+var simErrorStrings = map[cudart.ErrorCode]string{
+	cudart.Success:                          "no error",
+	cudart.ErrorInvalidValue:                "invalid argument",
+	cudart.ErrorMemoryAllocation:            "out of memory",
+	cudart.ErrorInitializationError:         "initialization error",
+	cudart.ErrorCudartUnloading:             "driver shutting down",
+	cudart.ErrorInvalidDevicePointer:        "invalid device pointer",
+	cudart.ErrorInvalidMemcpyDirection:      "invalid copy direction for memcpy",
+	cudart.ErrorInsufficientDriver:          "CUDA driver version is insufficient for CUDA runtime version",
+	cudart.ErrorNoDevice:                    "no CUDA-capable device is detected",
+	cudart.ErrorInvalidDevice:               "invalid device ordinal",
+	cudart.ErrorInvalidResourceHandle:       "invalid resource handle",
+	cudart.ErrorNotReady:                    "device not ready",
+	cudart.ErrorIllegalAddress:              "an illegal memory access was encountered",
+	cudart.ErrorHostMemoryAlreadyRegistered: "part or all of the requested memory range is already mapped",
+	cudart.ErrorNotSupported:                "operation not supported",
 }
 
 // ErrorName is CUDA's name for code, or "unrecognized error code" as CUDA
 // says for a code it does not know.
-func (s *Sim) ErrorName(code ErrorCode) string {
+func (s *Runtime) ErrorName(code cudart.ErrorCode) string {
 	if _, ok := simErrorStrings[code]; ok {
 		return code.Name()
 	}
@@ -300,15 +314,15 @@ func (s *Sim) ErrorName(code ErrorCode) string {
 }
 
 // ErrorString is CUDA's description of code, or "unrecognized error code".
-func (s *Sim) ErrorString(code ErrorCode) string {
+func (s *Runtime) ErrorString(code cudart.ErrorCode) string {
 	if d, ok := simErrorStrings[code]; ok {
 		return d
 	}
 	return "unrecognized error code"
 }
 
-// GetDeviceCount reports SimConfig.Devices.
-func (s *Sim) GetDeviceCount() (int, error) {
+// GetDeviceCount reports Config.Devices.
+func (s *Runtime) GetDeviceCount() (int, error) {
 	if err := s.lock("cudaGetDeviceCount"); err != nil {
 		return 0, err
 	}
@@ -318,7 +332,7 @@ func (s *Sim) GetDeviceCount() (int, error) {
 
 // GetDevice reports the calling thread's current device (0 until the thread
 // sets one).
-func (s *Sim) GetDevice() (int, error) {
+func (s *Runtime) GetDevice() (int, error) {
 	tok := threadToken()
 	if err := s.lock("cudaGetDevice"); err != nil {
 		return 0, err
@@ -328,7 +342,7 @@ func (s *Sim) GetDevice() (int, error) {
 }
 
 // SetDevice makes dev the calling thread's current device.
-func (s *Sim) SetDevice(dev int) error {
+func (s *Runtime) SetDevice(dev int) error {
 	tok := threadToken()
 	const fn = "cudaSetDevice"
 	if err := s.lock(fn); err != nil {
@@ -354,7 +368,7 @@ func (s *Sim) SetDevice(dev int) error {
 // (ATS) system: it uses the host page tables, reaches managed memory from the
 // host directly and has native host atomics. Other attributes fail with
 // cudaErrorInvalidValue.
-func (s *Sim) DeviceGetAttribute(attr DeviceAttr, dev int) (int, error) {
+func (s *Runtime) DeviceGetAttribute(attr cudart.DeviceAttr, dev int) (int, error) {
 	const fn = "cudaDeviceGetAttribute"
 	if err := s.lock(fn); err != nil {
 		return 0, err
@@ -371,37 +385,37 @@ func (s *Sim) DeviceGetAttribute(attr DeviceAttr, dev int) (int, error) {
 	}
 	c := s.cfg
 	switch attr {
-	case DevAttrMultiProcessorCount:
+	case cudart.DevAttrMultiProcessorCount:
 		return 132, nil
-	case DevAttrIntegrated:
+	case cudart.DevAttrIntegrated:
 		return 0, nil
-	case DevAttrComputeCapabilityMajor:
+	case cudart.DevAttrComputeCapabilityMajor:
 		return 9, nil
-	case DevAttrComputeCapabilityMinor:
+	case cudart.DevAttrComputeCapabilityMinor:
 		return 0, nil
-	case DevAttrManagedMemory:
+	case cudart.DevAttrManagedMemory:
 		return 1, nil
-	case DevAttrHostNativeAtomicSupported, DevAttrPageableMemoryAccessUsesHostPageTbl, DevAttrDirectManagedMemAccessFromHost:
+	case cudart.DevAttrHostNativeAtomicSupported, cudart.DevAttrPageableMemoryAccessUsesHostPageTbl, cudart.DevAttrDirectManagedMemAccessFromHost:
 		return b(c.PageableMemoryAccess), nil
-	case DevAttrPageableMemoryAccess:
+	case cudart.DevAttrPageableMemoryAccess:
 		return b(c.PageableMemoryAccess), nil
-	case DevAttrConcurrentManagedAccess:
+	case cudart.DevAttrConcurrentManagedAccess:
 		return b(!c.NoConcurrentManaged), nil
-	case DevAttrMemoryPoolsSupported:
+	case cudart.DevAttrMemoryPoolsSupported:
 		return b(!c.NoMemoryPools), nil
-	case DevAttrMemoryPoolSupportedHandleTypes:
+	case cudart.DevAttrMemoryPoolSupportedHandleTypes:
 		if c.NoMemoryPools {
 			return 0, nil
 		}
-		return int(MemHandleTypePosixFileDescriptor), nil
+		return int(cudart.MemHandleTypePosixFileDescriptor), nil
 	}
-	return 0, simErr(fn, ErrorInvalidValue, "device attribute %d is not modelled by the simulated device", int32(attr))
+	return 0, simErr(fn, cudart.ErrorInvalidValue, "device attribute %d is not modelled by the simulated device", int32(attr))
 }
 
 // MemGetInfo reports the current device's free and total memory. Free is the
 // capacity less plain allocations and memory reserved by pools located on
 // the device.
-func (s *Sim) MemGetInfo() (free, total uint64, err error) {
+func (s *Runtime) MemGetInfo() (free, total uint64, err error) {
 	tok := threadToken()
 	if err := s.lock("cudaMemGetInfo"); err != nil {
 		return 0, 0, err
@@ -416,26 +430,26 @@ func (s *Sim) MemGetInfo() (free, total uint64, err error) {
 // MallocManaged, HostAlloc, MallocAsync and MallocFromPoolAsync each count
 // (calls that fail validation first, or that allocate zero bytes, do not).
 // n <= 0 cancels failures not yet used.
-func (s *Sim) InjectAllocFailures(n int) {
+func (s *Runtime) InjectAllocFailures(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failNext = max(n, 0)
 }
 
 // injectedFailure consumes one injected failure, if any; s.mu held.
-func (s *Sim) injectedFailure(fn string, size uintptr) error {
+func (s *Runtime) injectedFailure(fn string, size uintptr) error {
 	if s.failNext == 0 {
 		return nil
 	}
 	s.failNext--
-	return simErr(fn, ErrorMemoryAllocation, "injected failure (InjectAllocFailures) for %d bytes", size)
+	return simErr(fn, cudart.ErrorMemoryAllocation, "injected failure (InjectAllocFailures) for %d bytes", size)
 }
 
 // LiveAllocations counts the live allocations attributed to device dev:
 // device memory (Malloc and pools located on dev), and managed and pinned
 // host memory allocated while dev was current. A stream-ordered free counts
 // as live until it executes. It returns -1 for a device that does not exist.
-func (s *Sim) LiveAllocations(dev int) int {
+func (s *Runtime) LiveAllocations(dev int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if dev < 0 || dev >= len(s.devs) {
@@ -448,7 +462,7 @@ func (s *Sim) LiveAllocations(dev int) int {
 // up to 256 bytes) plus memory reserved by pools located on dev, i.e. total
 // less free as MemGetInfo reports them. It returns 0 for a device that does
 // not exist.
-func (s *Sim) UsedBytes(dev int) uint64 {
+func (s *Runtime) UsedBytes(dev int) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if dev < 0 || dev >= len(s.devs) {

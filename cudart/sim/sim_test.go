@@ -1,4 +1,4 @@
-package cudart
+package sim
 
 import (
 	"errors"
@@ -13,14 +13,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/cudart"
 )
 
 const mib = 1 << 20
 
 // newTestSim makes a simulator that the test closes when it ends.
-func newTestSim(t testing.TB, cfg SimConfig) *Sim {
+func newTestSim(t testing.TB, cfg Config) *Runtime {
 	t.Helper()
-	s := NewSim(cfg)
+	s := New(cfg)
 	t.Cleanup(func() { _ = s.Close() })
 	_, err := s.GetDeviceCount()
 	require.NoError(t, err)
@@ -38,17 +40,17 @@ func hostBuf(n int) ([]byte, uintptr) {
 }
 
 // requireCode asserts that err is an *Error with code.
-func requireCode(t testing.TB, err error, code ErrorCode, msgAndArgs ...any) {
+func requireCode(t testing.TB, err error, code cudart.ErrorCode, msgAndArgs ...any) {
 	t.Helper()
 	require.Error(t, err, msgAndArgs...)
-	var e *Error
+	var e *cudart.Error
 	require.True(t, errors.As(err, &e), "not an *Error: %v", err)
 	require.Equal(t, code, e.Code, "%v", err)
 }
 
 func TestSimDefaults(t *testing.T) {
-	s := newTestSim(t, SimConfig{})
-	assert.Equal(t, BackendSimulated, s.Backend())
+	s := newTestSim(t, Config{})
+	assert.Equal(t, cudart.BackendSimulated, s.Backend())
 	n, err := s.GetDeviceCount()
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
@@ -65,32 +67,32 @@ func TestSimDefaults(t *testing.T) {
 	dev, err := s.GetDevice()
 	require.NoError(t, err)
 	assert.Equal(t, 0, dev)
-	assert.Equal(t, SimConfig{Devices: 2, MemoryPerDevice: 1 << 30, RuntimeVersion: 13000}, s.Config())
+	assert.Equal(t, Config{Devices: 2, MemoryPerDevice: 1 << 30, RuntimeVersion: 13000}, s.Config())
 }
 
 func TestSimDeviceAttributes(t *testing.T) {
-	type want map[DeviceAttr]int
+	type want map[cudart.DeviceAttr]int
 	tests := []struct {
 		name string
-		cfg  SimConfig
+		cfg  Config
 		want want
 	}{
-		{"defaults", SimConfig{}, want{
-			DevAttrMultiProcessorCount: 132, DevAttrIntegrated: 0,
-			DevAttrComputeCapabilityMajor: 9, DevAttrComputeCapabilityMinor: 0,
-			DevAttrManagedMemory: 1, DevAttrPageableMemoryAccess: 0,
-			DevAttrConcurrentManagedAccess: 1, DevAttrMemoryPoolsSupported: 1,
-			DevAttrMemoryPoolSupportedHandleTypes: int(MemHandleTypePosixFileDescriptor),
-			DevAttrHostNativeAtomicSupported:      0, DevAttrPageableMemoryAccessUsesHostPageTbl: 0,
-			DevAttrDirectManagedMemAccessFromHost: 0,
+		{"defaults", Config{}, want{
+			cudart.DevAttrMultiProcessorCount: 132, cudart.DevAttrIntegrated: 0,
+			cudart.DevAttrComputeCapabilityMajor: 9, cudart.DevAttrComputeCapabilityMinor: 0,
+			cudart.DevAttrManagedMemory: 1, cudart.DevAttrPageableMemoryAccess: 0,
+			cudart.DevAttrConcurrentManagedAccess: 1, cudart.DevAttrMemoryPoolsSupported: 1,
+			cudart.DevAttrMemoryPoolSupportedHandleTypes: int(cudart.MemHandleTypePosixFileDescriptor),
+			cudart.DevAttrHostNativeAtomicSupported:      0, cudart.DevAttrPageableMemoryAccessUsesHostPageTbl: 0,
+			cudart.DevAttrDirectManagedMemAccessFromHost: 0,
 		}},
-		{"pageable", SimConfig{PageableMemoryAccess: true}, want{
-			DevAttrPageableMemoryAccess: 1, DevAttrPageableMemoryAccessUsesHostPageTbl: 1,
-			DevAttrHostNativeAtomicSupported: 1, DevAttrDirectManagedMemAccessFromHost: 1,
+		{"pageable", Config{PageableMemoryAccess: true}, want{
+			cudart.DevAttrPageableMemoryAccess: 1, cudart.DevAttrPageableMemoryAccessUsesHostPageTbl: 1,
+			cudart.DevAttrHostNativeAtomicSupported: 1, cudart.DevAttrDirectManagedMemAccessFromHost: 1,
 		}},
-		{"no managed, no pools", SimConfig{NoConcurrentManaged: true, NoMemoryPools: true}, want{
-			DevAttrConcurrentManagedAccess: 0, DevAttrMemoryPoolsSupported: 0,
-			DevAttrMemoryPoolSupportedHandleTypes: 0, DevAttrManagedMemory: 1,
+		{"no managed, no pools", Config{NoConcurrentManaged: true, NoMemoryPools: true}, want{
+			cudart.DevAttrConcurrentManagedAccess: 0, cudart.DevAttrMemoryPoolsSupported: 0,
+			cudart.DevAttrMemoryPoolSupportedHandleTypes: 0, cudart.DevAttrManagedMemory: 1,
 		}},
 	}
 	for _, tt := range tests {
@@ -103,31 +105,31 @@ func TestSimDeviceAttributes(t *testing.T) {
 					assert.Equal(t, w, got, "attr %d device %d", attr, dev)
 				}
 			}
-			_, err := s.DeviceGetAttribute(DeviceAttr(9999), 0)
-			requireCode(t, err, ErrorInvalidValue)
-			_, err = s.DeviceGetAttribute(DevAttrIntegrated, 2)
-			requireCode(t, err, ErrorInvalidDevice)
-			_, err = s.DeviceGetAttribute(DevAttrIntegrated, -1)
-			requireCode(t, err, ErrorInvalidDevice)
+			_, err := s.DeviceGetAttribute(cudart.DeviceAttr(9999), 0)
+			requireCode(t, err, cudart.ErrorInvalidValue)
+			_, err = s.DeviceGetAttribute(cudart.DevAttrIntegrated, 2)
+			requireCode(t, err, cudart.ErrorInvalidDevice)
+			_, err = s.DeviceGetAttribute(cudart.DevAttrIntegrated, -1)
+			requireCode(t, err, cudart.ErrorInvalidDevice)
 		})
 	}
 }
 
 func TestSimErrorNames(t *testing.T) {
-	s := newTestSim(t, SimConfig{})
+	s := newTestSim(t, Config{})
 	tests := []struct {
-		code       ErrorCode
+		code       cudart.ErrorCode
 		name, desc string
 	}{
-		{Success, "cudaSuccess", "no error"},
-		{ErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
-		{ErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
-		{ErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
-		{ErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
-		{ErrorNotReady, "cudaErrorNotReady", "device not ready"},
-		{ErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
-		{ErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
-		{ErrorCode(12345), "unrecognized error code", "unrecognized error code"},
+		{cudart.Success, "cudaSuccess", "no error"},
+		{cudart.ErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+		{cudart.ErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+		{cudart.ErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+		{cudart.ErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+		{cudart.ErrorNotReady, "cudaErrorNotReady", "device not ready"},
+		{cudart.ErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+		{cudart.ErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+		{cudart.ErrorCode(12345), "unrecognized error code", "unrecognized error code"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.name, s.ErrorName(tt.code))
@@ -136,18 +138,18 @@ func TestSimErrorNames(t *testing.T) {
 }
 
 func TestSimInvalidConfig(t *testing.T) {
-	for _, cfg := range []SimConfig{{Devices: -1}, {Devices: 5000}, {MemoryPerDevice: 1 << 50}} {
-		s := NewSim(cfg)
+	for _, cfg := range []Config{{Devices: -1}, {Devices: 5000}, {MemoryPerDevice: 1 << 50}} {
+		s := New(cfg)
 		_, err := s.GetDeviceCount()
-		requireCode(t, err, ErrorInitializationError)
+		requireCode(t, err, cudart.ErrorInitializationError)
 		_, err = s.Malloc(1)
-		requireCode(t, err, ErrorInitializationError)
+		requireCode(t, err, cudart.ErrorInitializationError)
 		require.NoError(t, s.Close())
 	}
 }
 
 func TestSimMallocCapacity(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
 	p, err := s.Malloc(0)
 	require.NoError(t, err)
 	assert.Zero(t, p, "cudaMalloc(0) gives a null pointer")
@@ -168,8 +170,8 @@ func TestSimMallocCapacity(t *testing.T) {
 
 	for _, size := range []uintptr{54 * mib, 64 * mib, 1 << 40, math.MaxUint64, math.MaxUint64 - 100} {
 		_, err = s.Malloc(size)
-		requireCode(t, err, ErrorMemoryAllocation, "size %d", size)
-		assert.ErrorIs(t, err, ErrMemoryAllocation)
+		requireCode(t, err, cudart.ErrorMemoryAllocation, "size %d", size)
+		assert.ErrorIs(t, err, cudart.ErrMemoryAllocation)
 	}
 	// Exactly what is left fits; then nothing does.
 	c, err := s.Malloc(54*mib - 256)
@@ -178,7 +180,7 @@ func TestSimMallocCapacity(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, free)
 	_, err = s.Malloc(1)
-	requireCode(t, err, ErrorMemoryAllocation)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	assert.Contains(t, err.Error(), "cudaMalloc: cudaErrorMemoryAllocation (out of memory: simulated device 0 has 0 of 67108864 bytes free")
 
 	// The other device is untouched.
@@ -199,7 +201,7 @@ func TestSimMallocCapacity(t *testing.T) {
 }
 
 func TestSimAlignmentAndDisjointness(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 256 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 256 * mib})
 	rng := rand.New(rand.NewSource(1))
 	type span struct{ p, n uintptr }
 	var live []span
@@ -233,7 +235,7 @@ func TestSimAlignmentAndDisjointness(t *testing.T) {
 }
 
 func TestSimFreeErrors(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
 	_, hostAddr := hostBuf(64)
 	tests := []struct {
 		name string
@@ -254,7 +256,7 @@ func TestSimFreeErrors(t *testing.T) {
 		{"host pointer", func() error { return s.Free(hostAddr) }},
 		{"never allocated device address", func() error { return s.Free(s.devs[1].rng.base + 4096) }},
 		{"pinned memory with Free", func() error {
-			p, err := s.HostAlloc(100, HostAllocDefault)
+			p, err := s.HostAlloc(100, cudart.HostAllocDefault)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.FreeHost(p)) }()
 			return s.Free(p)
@@ -266,80 +268,80 @@ func TestSimFreeErrors(t *testing.T) {
 			return s.FreeHost(p)
 		}},
 		{"managed memory with FreeHost", func() error {
-			p, err := s.MallocManaged(100, MemAttachGlobal)
+			p, err := s.MallocManaged(100, cudart.MemAttachGlobal)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Free(p)) }()
 			return s.FreeHost(p)
 		}},
 		{"pinned double free", func() error {
-			p, err := s.HostAlloc(100, HostAllocDefault)
+			p, err := s.HostAlloc(100, cudart.HostAllocDefault)
 			require.NoError(t, err)
 			require.NoError(t, s.FreeHost(p))
 			return s.FreeHost(p)
 		}},
 		{"host pointer with FreeHost", func() error { return s.FreeHost(hostAddr) }},
 		{"FreeAsync of managed memory", func() error {
-			p, err := s.MallocManaged(100, MemAttachGlobal)
+			p, err := s.MallocManaged(100, cudart.MemAttachGlobal)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Free(p)) }()
-			return s.FreeAsync(p, DefaultStream)
+			return s.FreeAsync(p, cudart.DefaultStream)
 		}},
 		{"FreeAsync of pinned memory", func() error {
-			p, err := s.HostAlloc(100, HostAllocDefault)
+			p, err := s.HostAlloc(100, cudart.HostAllocDefault)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.FreeHost(p)) }()
-			return s.FreeAsync(p, DefaultStream)
+			return s.FreeAsync(p, cudart.DefaultStream)
 		}},
 		{"FreeAsync of interior cudaMalloc pointer", func() error {
 			p, err := s.Malloc(1024)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Free(p)) }()
-			return s.FreeAsync(p+256, DefaultStream)
+			return s.FreeAsync(p+256, cudart.DefaultStream)
 		}},
 		{"FreeAsync of freed cudaMalloc memory", func() error {
 			p, err := s.Malloc(100)
 			require.NoError(t, err)
-			require.NoError(t, s.FreeAsync(p, DefaultStream))
-			return s.FreeAsync(p, DefaultStream)
+			require.NoError(t, s.FreeAsync(p, cudart.DefaultStream))
+			return s.FreeAsync(p, cudart.DefaultStream)
 		}},
 		{"FreeAsync twice", func() error {
-			p, err := s.MallocAsync(100, DefaultStream)
+			p, err := s.MallocAsync(100, cudart.DefaultStream)
 			require.NoError(t, err)
-			require.NoError(t, s.FreeAsync(p, DefaultStream))
-			return s.FreeAsync(p, DefaultStream)
+			require.NoError(t, s.FreeAsync(p, cudart.DefaultStream))
+			return s.FreeAsync(p, cudart.DefaultStream)
 		}},
 		{"Free after FreeAsync", func() error {
-			p, err := s.MallocAsync(100, DefaultStream)
+			p, err := s.MallocAsync(100, cudart.DefaultStream)
 			require.NoError(t, err)
-			require.NoError(t, s.FreeAsync(p, DefaultStream))
+			require.NoError(t, s.FreeAsync(p, cudart.DefaultStream))
 			return s.Free(p)
 		}},
 		{"FreeAsync of freed pool memory (reserved, not live)", func() error {
-			p, err := s.MallocAsync(100, DefaultStream)
+			p, err := s.MallocAsync(100, cudart.DefaultStream)
 			require.NoError(t, err)
-			q, err := s.MallocAsync(100, DefaultStream)
+			q, err := s.MallocAsync(100, cudart.DefaultStream)
 			require.NoError(t, err)
-			defer func() { require.NoError(t, s.FreeAsync(q, DefaultStream)) }()
-			require.NoError(t, s.FreeAsync(p, DefaultStream))
-			return s.FreeAsync(p, DefaultStream)
+			defer func() { require.NoError(t, s.FreeAsync(q, cudart.DefaultStream)) }()
+			require.NoError(t, s.FreeAsync(p, cudart.DefaultStream))
+			return s.FreeAsync(p, cudart.DefaultStream)
 		}},
 		{"FreeAsync of interior pool pointer", func() error {
-			p, err := s.MallocAsync(1024, DefaultStream)
+			p, err := s.MallocAsync(1024, cudart.DefaultStream)
 			require.NoError(t, err)
-			defer func() { require.NoError(t, s.FreeAsync(p, DefaultStream)) }()
-			return s.FreeAsync(p+256, DefaultStream)
+			defer func() { require.NoError(t, s.FreeAsync(p, cudart.DefaultStream)) }()
+			return s.FreeAsync(p+256, cudart.DefaultStream)
 		}},
-		{"FreeAsync of host pointer", func() error { return s.FreeAsync(hostAddr, DefaultStream) }},
+		{"FreeAsync of host pointer", func() error { return s.FreeAsync(hostAddr, cudart.DefaultStream) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			requireCode(t, tt.run(), ErrorInvalidValue)
+			requireCode(t, tt.run(), cudart.ErrorInvalidValue)
 		})
 	}
 	// Null pointers are no-ops.
 	require.NoError(t, s.Free(0))
 	require.NoError(t, s.FreeHost(0))
-	require.NoError(t, s.FreeAsync(0, DefaultStream))
+	require.NoError(t, s.FreeAsync(0, cudart.DefaultStream))
 	require.NoError(t, s.DeviceSynchronize())
 	assert.Zero(t, s.LiveAllocations(0))
 }
@@ -348,8 +350,8 @@ func TestSimFreeErrors(t *testing.T) {
 // goes back when the stream reaches the free, and cannot be freed again
 // meanwhile.
 func TestSimFreeAsyncOfMallocMemory(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
-	st, err := s.StreamCreate(StreamFlagNonBlocking)
+	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
+	st, err := s.StreamCreate(cudart.StreamFlagNonBlocking)
 	require.NoError(t, err)
 	p, err := s.Malloc(1 << 20)
 	require.NoError(t, err)
@@ -358,32 +360,32 @@ func TestSimFreeAsyncOfMallocMemory(t *testing.T) {
 	require.NoError(t, s.FreeAsync(p, st))
 	assert.Equal(t, 1, s.LiveAllocations(0), "the free has not run")
 	assert.Equal(t, used, s.UsedBytes(0))
-	requireCode(t, s.FreeAsync(p, st), ErrorInvalidValue, "FreeAsync while one is queued")
-	requireCode(t, s.Free(p), ErrorInvalidValue, "Free while a FreeAsync is queued")
+	requireCode(t, s.FreeAsync(p, st), cudart.ErrorInvalidValue, "FreeAsync while one is queued")
+	requireCode(t, s.Free(p), cudart.ErrorInvalidValue, "Free while a FreeAsync is queued")
 	require.NoError(t, s.Memset(p, 1, 1<<20), "still usable until the stream reaches the free")
 	a, err := s.PointerGetAttributes(p)
 	require.NoError(t, err)
-	assert.Equal(t, MemoryTypeDevice, a.Type)
+	assert.Equal(t, cudart.MemoryTypeDevice, a.Type)
 	require.NoError(t, s.ResumeStream(st))
 	require.NoError(t, s.StreamSynchronize(st))
 	assert.Zero(t, s.LiveAllocations(0))
 	assert.Zero(t, s.UsedBytes(0))
-	requireCode(t, s.Free(p), ErrorInvalidValue, "double free")
+	requireCode(t, s.Free(p), cudart.ErrorInvalidValue, "double free")
 	require.NoError(t, s.StreamDestroy(st))
 }
 
 func TestSimInvalidDevices(t *testing.T) {
-	s := newTestSim(t, SimConfig{Devices: 3})
-	for _, dev := range []int{-1, 3, 100, InvalidDeviceID} {
-		requireCode(t, s.SetDevice(dev), ErrorInvalidDevice)
+	s := newTestSim(t, Config{Devices: 3})
+	for _, dev := range []int{-1, 3, 100, cudart.InvalidDeviceID} {
+		requireCode(t, s.SetDevice(dev), cudart.ErrorInvalidDevice)
 		_, err := s.DeviceGetDefaultMemPool(dev)
-		requireCode(t, err, ErrorInvalidDevice)
-		_, err = s.DeviceGetAttribute(DevAttrManagedMemory, dev)
-		requireCode(t, err, ErrorInvalidDevice)
-		_, err = s.MemPoolCreate(MemPoolProps{AllocType: MemAllocationTypePinned, Location: DeviceLocation(dev)})
-		requireCode(t, err, ErrorInvalidDevice)
+		requireCode(t, err, cudart.ErrorInvalidDevice)
+		_, err = s.DeviceGetAttribute(cudart.DevAttrManagedMemory, dev)
+		requireCode(t, err, cudart.ErrorInvalidDevice)
+		_, err = s.MemPoolCreate(cudart.MemPoolProps{AllocType: cudart.MemAllocationTypePinned, Location: cudart.DeviceLocation(dev)})
+		requireCode(t, err, cudart.ErrorInvalidDevice)
 	}
-	assert.ErrorIs(t, s.SetDevice(7), ErrInvalidDevice)
+	assert.ErrorIs(t, s.SetDevice(7), cudart.ErrInvalidDevice)
 	assert.Equal(t, -1, s.LiveAllocations(3))
 	assert.Zero(t, s.UsedBytes(-1))
 }
@@ -391,7 +393,7 @@ func TestSimInvalidDevices(t *testing.T) {
 // TestSimPerThreadDevice runs goroutines locked to their threads on
 // different devices: each sees its own current device, and allocates there.
 func TestSimPerThreadDevice(t *testing.T) {
-	s := newTestSim(t, SimConfig{Devices: 4, MemoryPerDevice: 64 * mib})
+	s := newTestSim(t, Config{Devices: 4, MemoryPerDevice: 64 * mib})
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make(chan error, 16)
@@ -418,7 +420,7 @@ func TestSimPerThreadDevice(t *testing.T) {
 					return
 				}
 				a, err := s.PointerGetAttributes(p)
-				if err != nil || a.Device != dev || a.Type != MemoryTypeDevice {
+				if err != nil || a.Device != dev || a.Type != cudart.MemoryTypeDevice {
 					errs <- errors.Join(err, errors.New("allocation on the wrong device"))
 				}
 				if err := s.Free(p); err != nil {
@@ -474,7 +476,7 @@ func TestSimPerThreadDevice(t *testing.T) {
 }
 
 func TestSimMemcpyMemset(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
 	const n = 1 << 20
 	src, srcAddr := hostBuf(n)
 	for i := range src {
@@ -485,15 +487,15 @@ func TestSimMemcpyMemset(t *testing.T) {
 	d2, err := s.Malloc(n)
 	require.NoError(t, err)
 
-	require.NoError(t, s.Memcpy(d1, srcAddr, n, MemcpyHostToDevice))
-	require.NoError(t, s.Memcpy(d2, d1, n, MemcpyDeviceToDevice))
+	require.NoError(t, s.Memcpy(d1, srcAddr, n, cudart.MemcpyHostToDevice))
+	require.NoError(t, s.Memcpy(d2, d1, n, cudart.MemcpyDeviceToDevice))
 	dst, dstAddr := hostBuf(n)
-	require.NoError(t, s.Memcpy(dstAddr, d2, n, MemcpyDeviceToHost))
+	require.NoError(t, s.Memcpy(dstAddr, d2, n, cudart.MemcpyDeviceToHost))
 	assert.Equal(t, src, dst)
 
 	// Memset uses the low byte of value, on exactly the range asked.
 	require.NoError(t, s.Memset(d1+100, 0x1ab, 1000))
-	require.NoError(t, s.Memcpy(dstAddr, d1, n, MemcpyDefault))
+	require.NoError(t, s.Memcpy(dstAddr, d1, n, cudart.MemcpyDefault))
 	want := append([]byte(nil), src...)
 	fill(want[100:1100], 0xab)
 	require.Equal(t, want, dst)
@@ -504,24 +506,24 @@ func TestSimMemcpyMemset(t *testing.T) {
 	for i := 0; i < 16; i++ {
 		bytesAt(d1, 16)[i] = byte(i)
 	}
-	require.NoError(t, s.Memcpy(d1+4, d1, 8, MemcpyDeviceToDevice))
+	require.NoError(t, s.Memcpy(d1+4, d1, 8, cudart.MemcpyDeviceToDevice))
 	assert.Equal(t, []byte{0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15}, bytesAt(d1, 16))
 
 	// Managed and pinned memory are host memory.
-	m, err := s.MallocManaged(4096, MemAttachGlobal)
+	m, err := s.MallocManaged(4096, cudart.MemAttachGlobal)
 	require.NoError(t, err)
-	h, err := s.HostAlloc(4096, HostAllocMapped)
+	h, err := s.HostAlloc(4096, cudart.HostAllocMapped)
 	require.NoError(t, err)
 	require.NoError(t, s.Memset(m, 0x11, 4096))
-	require.NoError(t, s.Memcpy(h, m, 4096, MemcpyDefault))
+	require.NoError(t, s.Memcpy(h, m, 4096, cudart.MemcpyDefault))
 	assert.Equal(t, byte(0x11), bytesAt(h, 4096)[4095])
-	require.NoError(t, s.MemsetAsync(h, 0x22, 4096, DefaultStream))
-	require.NoError(t, s.MemcpyAsync(d2, h, 4096, MemcpyHostToDevice, DefaultStream))
-	require.NoError(t, s.StreamSynchronize(DefaultStream))
+	require.NoError(t, s.MemsetAsync(h, 0x22, 4096, cudart.DefaultStream))
+	require.NoError(t, s.MemcpyAsync(d2, h, 4096, cudart.MemcpyHostToDevice, cudart.DefaultStream))
+	require.NoError(t, s.StreamSynchronize(cudart.DefaultStream))
 	assert.Equal(t, byte(0x22), bytesAt(d2, 4096)[4095])
 
 	// Zero-byte copies and fills do nothing and succeed.
-	require.NoError(t, s.Memcpy(0, 0, 0, MemcpyDefault))
+	require.NoError(t, s.Memcpy(0, 0, 0, cudart.MemcpyDefault))
 	require.NoError(t, s.Memset(0, 0, 0))
 
 	for _, p := range []uintptr{d1, d2, m} {
@@ -534,7 +536,7 @@ func TestSimMemcpyMemset(t *testing.T) {
 
 func TestSimMemcpyInvalid(t *testing.T) {
 	for _, pageable := range []bool{false, true} {
-		s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib, PageableMemoryAccess: pageable})
+		s := newTestSim(t, Config{MemoryPerDevice: 64 * mib, PageableMemoryAccess: pageable})
 		d, err := s.Malloc(4096)
 		require.NoError(t, err)
 		freed, err := s.Malloc(4096)
@@ -546,27 +548,27 @@ func TestSimMemcpyInvalid(t *testing.T) {
 		tests := []struct {
 			name string
 			err  error
-			code ErrorCode // 0: no error
+			code cudart.ErrorCode // 0: no error
 		}{
-			{"into freed device memory", s.Memcpy(freed, hostAddr, 16, MemcpyHostToDevice), ErrorInvalidValue},
-			{"from freed device memory", s.Memcpy(hostAddr, freed, 16, MemcpyDeviceToHost), ErrorInvalidValue},
-			{"past the end", s.Memcpy(d, hostAddr, 4097, MemcpyHostToDevice), ErrorInvalidValue},
-			{"starting past the end", s.Memcpy(d+4096, hostAddr, 1, MemcpyHostToDevice), ErrorInvalidValue},
-			{"never allocated", s.Memcpy(unused, hostAddr, 1, MemcpyHostToDevice), ErrorInvalidValue},
-			{"null destination", s.Memcpy(0, hostAddr, 1, MemcpyHostToDevice), ErrorInvalidValue},
-			{"null source", s.Memcpy(d, 0, 1, MemcpyHostToDevice), ErrorInvalidValue},
-			{"bad kind", s.Memcpy(d, hostAddr, 1, MemcpyKind(7)), ErrorInvalidMemcpyDirection},
-			{"negative kind", s.Memcpy(d, hostAddr, 1, MemcpyKind(-1)), ErrorInvalidMemcpyDirection},
-			{"async into freed memory", s.MemcpyAsync(freed, hostAddr, 1, MemcpyHostToDevice, DefaultStream), ErrorInvalidValue},
-			{"memset freed memory", s.Memset(freed, 0, 1), ErrorInvalidValue},
-			{"memset past the end", s.MemsetAsync(d, 0, 5000, DefaultStream), ErrorInvalidValue},
-			{"memset null", s.Memset(0, 0, 1), ErrorInvalidValue},
-			{"wrapping range", s.Memset(d, 0, ^uintptr(0)), ErrorInvalidValue},
-			{"host to host", s.Memcpy(hostAddr, hostAddr+4096, 4096, MemcpyHostToHost), 0},
-			{"default kind, host and device", s.Memcpy(hostAddr, d, 4096, MemcpyDefault), 0},
+			{"into freed device memory", s.Memcpy(freed, hostAddr, 16, cudart.MemcpyHostToDevice), cudart.ErrorInvalidValue},
+			{"from freed device memory", s.Memcpy(hostAddr, freed, 16, cudart.MemcpyDeviceToHost), cudart.ErrorInvalidValue},
+			{"past the end", s.Memcpy(d, hostAddr, 4097, cudart.MemcpyHostToDevice), cudart.ErrorInvalidValue},
+			{"starting past the end", s.Memcpy(d+4096, hostAddr, 1, cudart.MemcpyHostToDevice), cudart.ErrorInvalidValue},
+			{"never allocated", s.Memcpy(unused, hostAddr, 1, cudart.MemcpyHostToDevice), cudart.ErrorInvalidValue},
+			{"null destination", s.Memcpy(0, hostAddr, 1, cudart.MemcpyHostToDevice), cudart.ErrorInvalidValue},
+			{"null source", s.Memcpy(d, 0, 1, cudart.MemcpyHostToDevice), cudart.ErrorInvalidValue},
+			{"bad kind", s.Memcpy(d, hostAddr, 1, cudart.MemcpyKind(7)), cudart.ErrorInvalidMemcpyDirection},
+			{"negative kind", s.Memcpy(d, hostAddr, 1, cudart.MemcpyKind(-1)), cudart.ErrorInvalidMemcpyDirection},
+			{"async into freed memory", s.MemcpyAsync(freed, hostAddr, 1, cudart.MemcpyHostToDevice, cudart.DefaultStream), cudart.ErrorInvalidValue},
+			{"memset freed memory", s.Memset(freed, 0, 1), cudart.ErrorInvalidValue},
+			{"memset past the end", s.MemsetAsync(d, 0, 5000, cudart.DefaultStream), cudart.ErrorInvalidValue},
+			{"memset null", s.Memset(0, 0, 1), cudart.ErrorInvalidValue},
+			{"wrapping range", s.Memset(d, 0, ^uintptr(0)), cudart.ErrorInvalidValue},
+			{"host to host", s.Memcpy(hostAddr, hostAddr+4096, 4096, cudart.MemcpyHostToHost), 0},
+			{"default kind, host and device", s.Memcpy(hostAddr, d, 4096, cudart.MemcpyDefault), 0},
 		}
 		// Pageable host memory on the device side needs pageable access.
-		deviceSide := ErrorInvalidValue
+		deviceSide := cudart.ErrorInvalidValue
 		if pageable {
 			deviceSide = 0
 		}
@@ -574,12 +576,12 @@ func TestSimMemcpyInvalid(t *testing.T) {
 			struct {
 				name string
 				err  error
-				code ErrorCode
-			}{"pageable as device destination", s.Memcpy(hostAddr, d, 16, MemcpyHostToDevice), deviceSide},
+				code cudart.ErrorCode
+			}{"pageable as device destination", s.Memcpy(hostAddr, d, 16, cudart.MemcpyHostToDevice), deviceSide},
 			struct {
 				name string
 				err  error
-				code ErrorCode
+				code cudart.ErrorCode
 			}{"memset of pageable memory", s.Memset(hostAddr, 1, 16), deviceSide},
 		)
 		for _, tt := range tests {
@@ -595,7 +597,7 @@ func TestSimMemcpyInvalid(t *testing.T) {
 }
 
 func TestSimPointerAttributes(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	require.NoError(t, s.SetDevice(1))
@@ -603,11 +605,11 @@ func TestSimPointerAttributes(t *testing.T) {
 
 	d, err := s.Malloc(1000)
 	require.NoError(t, err)
-	m, err := s.MallocManaged(1000, MemAttachGlobal)
+	m, err := s.MallocManaged(1000, cudart.MemAttachGlobal)
 	require.NoError(t, err)
-	h, err := s.HostAlloc(1000, HostAllocDefault)
+	h, err := s.HostAlloc(1000, cudart.HostAllocDefault)
 	require.NoError(t, err)
-	a, err := s.MallocAsync(1000, DefaultStream)
+	a, err := s.MallocAsync(1000, cudart.DefaultStream)
 	require.NoError(t, err)
 	freed, err := s.Malloc(1000)
 	require.NoError(t, err)
@@ -617,16 +619,16 @@ func TestSimPointerAttributes(t *testing.T) {
 	tests := []struct {
 		name string
 		ptr  uintptr
-		want PointerAttributes
+		want cudart.PointerAttributes
 	}{
-		{"device", d, PointerAttributes{Type: MemoryTypeDevice, Device: 1, DevicePointer: d}},
-		{"device interior", d + 999, PointerAttributes{Type: MemoryTypeDevice, Device: 1, DevicePointer: d + 999}},
-		{"managed", m, PointerAttributes{Type: MemoryTypeManaged, Device: 1, DevicePointer: m, HostPointer: m}},
-		{"pinned", h + 8, PointerAttributes{Type: MemoryTypeHost, Device: 1, DevicePointer: h + 8, HostPointer: h + 8}},
-		{"pool", a, PointerAttributes{Type: MemoryTypeDevice, Device: 1, DevicePointer: a}},
-		{"pool reserved, not allocated", a + 4096, PointerAttributes{Type: MemoryTypeDevice, Device: 1, DevicePointer: a + 4096}},
-		{"freed", freed, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, HostPointer: freed}},
-		{"pageable host", hostAddr, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, HostPointer: hostAddr}},
+		{"device", d, cudart.PointerAttributes{Type: cudart.MemoryTypeDevice, Device: 1, DevicePointer: d}},
+		{"device interior", d + 999, cudart.PointerAttributes{Type: cudart.MemoryTypeDevice, Device: 1, DevicePointer: d + 999}},
+		{"managed", m, cudart.PointerAttributes{Type: cudart.MemoryTypeManaged, Device: 1, DevicePointer: m, HostPointer: m}},
+		{"pinned", h + 8, cudart.PointerAttributes{Type: cudart.MemoryTypeHost, Device: 1, DevicePointer: h + 8, HostPointer: h + 8}},
+		{"pool", a, cudart.PointerAttributes{Type: cudart.MemoryTypeDevice, Device: 1, DevicePointer: a}},
+		{"pool reserved, not allocated", a + 4096, cudart.PointerAttributes{Type: cudart.MemoryTypeDevice, Device: 1, DevicePointer: a + 4096}},
+		{"freed", freed, cudart.PointerAttributes{Type: cudart.MemoryTypeUnregistered, Device: cudart.InvalidDeviceID, HostPointer: freed}},
+		{"pageable host", hostAddr, cudart.PointerAttributes{Type: cudart.MemoryTypeUnregistered, Device: cudart.InvalidDeviceID, HostPointer: hostAddr}},
 	}
 	for _, tt := range tests {
 		got, err := s.PointerGetAttributes(tt.ptr)
@@ -634,43 +636,43 @@ func TestSimPointerAttributes(t *testing.T) {
 		assert.Equal(t, tt.want, got, tt.name)
 	}
 	_, err = s.PointerGetAttributes(0)
-	requireCode(t, err, ErrorInvalidValue)
+	requireCode(t, err, cudart.ErrorInvalidValue)
 
 	// With pageable memory access the device reaches host memory at its
 	// own address.
-	pageable := newTestSim(t, SimConfig{MemoryPerDevice: mib, PageableMemoryAccess: true})
+	pageable := newTestSim(t, Config{MemoryPerDevice: mib, PageableMemoryAccess: true})
 	got, err := pageable.PointerGetAttributes(hostAddr)
 	require.NoError(t, err)
-	assert.Equal(t, PointerAttributes{Type: MemoryTypeUnregistered, Device: InvalidDeviceID, DevicePointer: hostAddr, HostPointer: hostAddr}, got)
+	assert.Equal(t, cudart.PointerAttributes{Type: cudart.MemoryTypeUnregistered, Device: cudart.InvalidDeviceID, DevicePointer: hostAddr, HostPointer: hostAddr}, got)
 
 	require.NoError(t, s.Free(d))
 	require.NoError(t, s.Free(m))
 	require.NoError(t, s.FreeHost(h))
-	require.NoError(t, s.FreeAsync(a, DefaultStream))
+	require.NoError(t, s.FreeAsync(a, cudart.DefaultStream))
 	assert.Zero(t, s.LiveAllocations(1))
 }
 
 func TestSimHostAndManagedArguments(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 16 * mib})
-	p, err := s.MallocManaged(0, MemAttachGlobal)
+	s := newTestSim(t, Config{MemoryPerDevice: 16 * mib})
+	p, err := s.MallocManaged(0, cudart.MemAttachGlobal)
 	require.NoError(t, err, "zero bytes succeed, as on CUDA 13.0")
 	assert.Zero(t, p)
-	_, err = s.MallocManaged(0, MemAttachSingle)
-	requireCode(t, err, ErrorInvalidValue, "flags are checked even for zero bytes")
-	for _, flags := range []uint32{0, MemAttachSingle, 3, 8} {
+	_, err = s.MallocManaged(0, cudart.MemAttachSingle)
+	requireCode(t, err, cudart.ErrorInvalidValue, "flags are checked even for zero bytes")
+	for _, flags := range []uint32{0, cudart.MemAttachSingle, 3, 8} {
 		_, err = s.MallocManaged(64, flags)
-		requireCode(t, err, ErrorInvalidValue, "flags %d", flags)
+		requireCode(t, err, cudart.ErrorInvalidValue, "flags %d", flags)
 	}
-	p, err = s.MallocManaged(64, MemAttachHost)
+	p, err = s.MallocManaged(64, cudart.MemAttachHost)
 	require.NoError(t, err)
 	require.NoError(t, s.Free(p))
 
-	p, err = s.HostAlloc(0, HostAllocDefault)
+	p, err = s.HostAlloc(0, cudart.HostAllocDefault)
 	require.NoError(t, err)
 	assert.Zero(t, p)
 	_, err = s.HostAlloc(64, 8)
-	requireCode(t, err, ErrorInvalidValue)
-	p, err = s.HostAlloc(64, HostAllocPortable|HostAllocMapped|HostAllocWriteCombined)
+	requireCode(t, err, cudart.ErrorInvalidValue)
+	p, err = s.HostAlloc(64, cudart.HostAllocPortable|cudart.HostAllocMapped|cudart.HostAllocWriteCombined)
 	require.NoError(t, err)
 	require.NoError(t, s.FreeHost(p))
 
@@ -678,20 +680,20 @@ func TestSimHostAndManagedArguments(t *testing.T) {
 	// of four device capacities.
 	var pinned, managed []uintptr
 	for i := 0; i < 4; i++ {
-		p, err := s.HostAlloc(16*mib, HostAllocDefault)
+		p, err := s.HostAlloc(16*mib, cudart.HostAllocDefault)
 		require.NoError(t, err)
 		pinned = append(pinned, p)
-		p, err = s.MallocManaged(16*mib, MemAttachGlobal)
+		p, err = s.MallocManaged(16*mib, cudart.MemAttachGlobal)
 		require.NoError(t, err)
 		managed = append(managed, p)
 	}
 	free, _, err := s.MemGetInfo()
 	require.NoError(t, err)
 	assert.Equal(t, uint64(16*mib), free)
-	_, err = s.HostAlloc(1, HostAllocDefault)
-	requireCode(t, err, ErrorMemoryAllocation)
-	_, err = s.MallocManaged(1, MemAttachGlobal)
-	requireCode(t, err, ErrorMemoryAllocation)
+	_, err = s.HostAlloc(1, cudart.HostAllocDefault)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
+	_, err = s.MallocManaged(1, cudart.MemAttachGlobal)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	assert.Equal(t, 8, s.LiveAllocations(0))
 	for i := range pinned {
 		require.NoError(t, s.FreeHost(pinned[i]))
@@ -701,26 +703,26 @@ func TestSimHostAndManagedArguments(t *testing.T) {
 }
 
 func TestSimInjectAllocFailures(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 16 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 16 * mib})
 	s.InjectAllocFailures(5)
 	_, err := s.Malloc(1)
-	requireCode(t, err, ErrorMemoryAllocation)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	assert.Contains(t, err.Error(), "injected")
-	_, err = s.MallocManaged(1, MemAttachGlobal)
-	requireCode(t, err, ErrorMemoryAllocation)
+	_, err = s.MallocManaged(1, cudart.MemAttachGlobal)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	_, err = s.HostAlloc(1, 0)
-	requireCode(t, err, ErrorMemoryAllocation)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	// Zero-byte and invalid calls do not use up a failure.
 	_, err = s.Malloc(0)
 	require.NoError(t, err)
 	_, err = s.MallocManaged(1, 0)
-	requireCode(t, err, ErrorInvalidValue)
-	_, err = s.MallocAsync(1, DefaultStream)
-	requireCode(t, err, ErrorMemoryAllocation)
+	requireCode(t, err, cudart.ErrorInvalidValue)
+	_, err = s.MallocAsync(1, cudart.DefaultStream)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	pool, err := s.DeviceGetDefaultMemPool(0)
 	require.NoError(t, err)
-	_, err = s.MallocFromPoolAsync(1, pool, DefaultStream)
-	requireCode(t, err, ErrorMemoryAllocation)
+	_, err = s.MallocFromPoolAsync(1, pool, cudart.DefaultStream)
+	requireCode(t, err, cudart.ErrorMemoryAllocation)
 	// Used up: allocations work again.
 	p, err := s.Malloc(1)
 	require.NoError(t, err)
@@ -738,7 +740,7 @@ func TestSimInjectAllocFailures(t *testing.T) {
 // TestSimReleasesPages checks that a large freed block gives its pages back:
 // they read as zeros when allocated again.
 func TestSimReleasesPages(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 64 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
 	p, err := s.Malloc(4 * mib)
 	require.NoError(t, err)
 	require.NoError(t, s.Memset(p, 0x5a, 4*mib))
@@ -753,7 +755,7 @@ func TestSimReleasesPages(t *testing.T) {
 }
 
 func TestSimClose(t *testing.T) {
-	s := NewSim(SimConfig{MemoryPerDevice: 16 * mib})
+	s := New(Config{MemoryPerDevice: 16 * mib})
 	st, err := s.StreamCreate(0)
 	require.NoError(t, err)
 	require.NoError(t, s.PauseStream(st))
@@ -763,17 +765,17 @@ func TestSimClose(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- s.StreamSynchronize(st) }()
 	require.NoError(t, s.Close())
-	requireCode(t, <-done, ErrorCudartUnloading)
+	requireCode(t, <-done, cudart.ErrorCudartUnloading)
 	_, err = s.Malloc(1)
-	requireCode(t, err, ErrorCudartUnloading)
-	requireCode(t, s.Free(d), ErrorCudartUnloading)
+	requireCode(t, err, cudart.ErrorCudartUnloading)
+	requireCode(t, s.Free(d), cudart.ErrorCudartUnloading)
 	require.NoError(t, s.Close(), "Close twice")
 }
 
 // TestSimManyAllocations checks that the allocator stays fast with many live
 // allocations (30k allocations, then 30k frees in random order).
 func TestSimManyAllocations(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 1 << 30})
+	s := newTestSim(t, Config{MemoryPerDevice: 1 << 30})
 	rng := rand.New(rand.NewSource(2))
 	ptrs := make([]uintptr, 0, 30000)
 	for i := 0; i < 30000; i++ {
@@ -804,7 +806,7 @@ func treapSize(n *treapNode) int {
 // TestSimConcurrent hammers one simulator from 16 goroutines (run it with
 // -race): allocations of every kind, copies, stream work and frees.
 func TestSimConcurrent(t *testing.T) {
-	s := newTestSim(t, SimConfig{MemoryPerDevice: 256 * mib})
+	s := newTestSim(t, Config{MemoryPerDevice: 256 * mib})
 	const workers, rounds = 16, 500
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -824,7 +826,7 @@ func TestSimConcurrent(t *testing.T) {
 			if fail(s.SetDevice(w % 2)) {
 				return
 			}
-			st, err := s.StreamCreate(StreamFlagNonBlocking)
+			st, err := s.StreamCreate(cudart.StreamFlagNonBlocking)
 			if fail(err) {
 				return
 			}
@@ -838,7 +840,7 @@ func TestSimConcurrent(t *testing.T) {
 				case 1:
 					p, err = s.MallocAsync(n, st)
 				default:
-					p, err = s.MallocManaged(n, MemAttachGlobal)
+					p, err = s.MallocManaged(n, cudart.MemAttachGlobal)
 				}
 				if fail(err) {
 					return
@@ -846,7 +848,7 @@ func TestSimConcurrent(t *testing.T) {
 				for j := range host[:n] {
 					host[j] = byte(w + i + j)
 				}
-				if fail(s.MemcpyAsync(p, hostAddr, n, MemcpyHostToDevice, st)) ||
+				if fail(s.MemcpyAsync(p, hostAddr, n, cudart.MemcpyHostToDevice, st)) ||
 					fail(s.StreamSynchronize(st)) {
 					return
 				}
@@ -961,7 +963,7 @@ func TestSimArenaInvariants(t *testing.T) {
 // BenchmarkSimMallocFree measures an allocation and a free with 10k other
 // allocations live.
 func BenchmarkSimMallocFree(b *testing.B) {
-	s := newTestSim(b, SimConfig{})
+	s := newTestSim(b, Config{})
 	for i := 0; i < 10000; i++ {
 		if _, err := s.Malloc(uintptr(256 + i%4096)); err != nil {
 			b.Fatal(err)
@@ -982,17 +984,17 @@ func BenchmarkSimMallocFree(b *testing.B) {
 // BenchmarkSimMallocAsync measures a stream-ordered allocation and free from
 // a pool that keeps its memory.
 func BenchmarkSimMallocAsync(b *testing.B) {
-	s := newTestSim(b, SimConfig{})
+	s := newTestSim(b, Config{})
 	pool, err := s.DeviceGetDefaultMemPool(0)
 	require.NoError(b, err)
-	require.NoError(b, s.MemPoolSetAttribute(pool, MemPoolAttrReleaseThreshold, ^uint64(0)))
+	require.NoError(b, s.MemPoolSetAttribute(pool, cudart.MemPoolAttrReleaseThreshold, ^uint64(0)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p, err := s.MallocAsync(uintptr(256+i%8192), DefaultStream)
+		p, err := s.MallocAsync(uintptr(256+i%8192), cudart.DefaultStream)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.FreeAsync(p, DefaultStream); err != nil {
+		if err := s.FreeAsync(p, cudart.DefaultStream); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -1000,7 +1002,7 @@ func BenchmarkSimMallocAsync(b *testing.B) {
 
 // BenchmarkSimGetDevice measures the per-thread current-device lookup.
 func BenchmarkSimGetDevice(b *testing.B) {
-	s := newTestSim(b, SimConfig{})
+	s := newTestSim(b, Config{})
 	for i := 0; i < b.N; i++ {
 		if _, err := s.GetDevice(); err != nil {
 			b.Fatal(err)
@@ -1010,7 +1012,7 @@ func BenchmarkSimGetDevice(b *testing.B) {
 
 func TestSimCapacityRounding(t *testing.T) {
 	for _, tt := range []struct{ cfg, want uint64 }{{1000, 768}, {100, 256}, {4096, 4096}} {
-		s := newTestSim(t, SimConfig{MemoryPerDevice: tt.cfg})
+		s := newTestSim(t, Config{MemoryPerDevice: tt.cfg})
 		free, total, err := s.MemGetInfo()
 		require.NoError(t, err)
 		assert.Equal(t, tt.want, total, "configured %d", tt.cfg)
@@ -1018,7 +1020,7 @@ func TestSimCapacityRounding(t *testing.T) {
 		p, err := s.Malloc(uintptr(tt.want))
 		require.NoError(t, err)
 		_, err = s.Malloc(1)
-		requireCode(t, err, ErrorMemoryAllocation)
+		requireCode(t, err, cudart.ErrorMemoryAllocation)
 		require.NoError(t, s.Free(p))
 	}
 }

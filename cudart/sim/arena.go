@@ -1,4 +1,4 @@
-package cudart
+package sim
 
 // The simulated device's address-range allocator.
 //

@@ -1,4 +1,6 @@
-package cudart
+package sim
+
+import "github.com/rmmgo/rmmgo/cudart"
 
 // Streams and events of the simulated device.
 //
@@ -12,7 +14,7 @@ package cudart
 
 // simStream is a stream: created, or one of a device's default streams.
 type simStream struct {
-	handle    Stream
+	handle    cudart.Stream
 	id        uint64
 	dev       int
 	flags     uint32
@@ -34,12 +36,12 @@ type simRecord struct{ done bool }
 // simEvent is an event; last is its most recent record (nil: never
 // recorded, which CUDA reports as complete).
 type simEvent struct {
-	handle Event
+	handle cudart.Event
 	flags  uint32
 	last   *simRecord
 }
 
-func (s *Sim) newStream(dev int, flags uint32, h Stream) *simStream {
+func (s *Runtime) newStream(dev int, flags uint32, h cudart.Stream) *simStream {
 	s.nextStreamID++
 	return &simStream{handle: h, id: s.nextStreamID, dev: dev, flags: flags}
 }
@@ -48,24 +50,24 @@ func (s *Sim) newStream(dev int, flags uint32, h Stream) *simStream {
 // LegacyDefaultStream are the current device's default stream,
 // PerThreadDefaultStream its per-thread stream. Unknown and destroyed
 // streams fail with cudaErrorInvalidResourceHandle. s.mu held.
-func (s *Sim) stream(fn string, h Stream, tok uint64) (*simStream, error) {
+func (s *Runtime) stream(fn string, h cudart.Stream, tok uint64) (*simStream, error) {
 	switch h {
-	case DefaultStream, LegacyDefaultStream:
+	case cudart.DefaultStream, cudart.LegacyDefaultStream:
 		return s.curDev(tok).null, nil
-	case PerThreadDefaultStream:
+	case cudart.PerThreadDefaultStream:
 		return s.curDev(tok).ptds, nil
 	}
 	q, ok := s.streams[h]
 	if !ok || q.destroyed {
-		return nil, simErr(fn, ErrorInvalidResourceHandle, "stream %#x does not exist (destroyed, or never created)", uintptr(h))
+		return nil, s.badHandle(fn, cudart.ErrorInvalidResourceHandle, streamHandle, uintptr(h))
 	}
 	return q, nil
 }
 
-func (s *Sim) event(fn string, h Event) (*simEvent, error) {
+func (s *Runtime) event(fn string, h cudart.Event) (*simEvent, error) {
 	e, ok := s.events[h]
 	if !ok {
-		return nil, simErr(fn, ErrorInvalidResourceHandle, "event %#x does not exist (destroyed, or never created)", uintptr(h))
+		return nil, s.badHandle(fn, cudart.ErrorInvalidResourceHandle, eventHandle, uintptr(h))
 	}
 	return e, nil
 }
@@ -74,7 +76,7 @@ func (o *simOp) ready() bool { return o.wait == nil || o.wait.done }
 
 // enqueue adds o to q, running it (and whatever it releases) at once when
 // nothing holds it back. s.mu held.
-func (s *Sim) enqueue(q *simStream, o simOp) {
+func (s *Runtime) enqueue(q *simStream, o simOp) {
 	if len(q.queue) == 0 && !q.paused && o.ready() {
 		if o.run != nil {
 			o.run()
@@ -91,7 +93,7 @@ func (s *Sim) enqueue(q *simStream, o simOp) {
 // pump runs every queued operation that nothing holds back any more, until
 // none is left, and wakes the waiters if anything ran. Its cost is in the
 // number of streams with queued work, not in all streams. s.mu held.
-func (s *Sim) pump() {
+func (s *Runtime) pump() {
 	ran := false
 	for moved := true; moved; {
 		moved = false
@@ -122,12 +124,12 @@ func (s *Sim) pump() {
 
 // runSync runs f in order on q and waits for it, as a synchronous CUDA call
 // does on the default stream. s.mu held.
-func (s *Sim) runSync(fn string, q *simStream, f func()) error {
+func (s *Runtime) runSync(fn string, q *simStream, f func()) error {
 	done := false
 	s.enqueue(q, simOp{run: func() { f(); done = true }})
 	for !done {
 		if s.closed {
-			return simErr(fn, ErrorCudartUnloading, "the simulated device was closed")
+			return simErr(fn, cudart.ErrorCudartUnloading, "the simulated device was closed")
 		}
 		s.cond.Wait()
 	}
@@ -137,15 +139,15 @@ func (s *Sim) runSync(fn string, q *simStream, f func()) error {
 // waitUntil blocks until cond holds (a test may resume a paused stream from
 // another goroutine), then lets pools give back memory above their release
 // threshold, as CUDA does at synchronization. s.mu held.
-func (s *Sim) waitUntil(fn string, cond func() bool) error {
+func (s *Runtime) waitUntil(fn string, cond func() bool) error {
 	for !cond() {
 		if s.closed {
-			return simErr(fn, ErrorCudartUnloading, "the simulated device was closed")
+			return simErr(fn, cudart.ErrorCudartUnloading, "the simulated device was closed")
 		}
 		s.cond.Wait()
 	}
 	if s.closed {
-		return simErr(fn, ErrorCudartUnloading, "the simulated device was closed")
+		return simErr(fn, cudart.ErrorCudartUnloading, "the simulated device was closed")
 	}
 	s.trimPools()
 	return nil
@@ -154,17 +156,17 @@ func (s *Sim) waitUntil(fn string, cond func() bool) error {
 // StreamCreate makes a stream on the current device. flags is
 // StreamFlagDefault or StreamFlagNonBlocking (the simulator treats both
 // alike: it has no implicit synchronization with the legacy stream).
-func (s *Sim) StreamCreate(flags uint32) (Stream, error) {
+func (s *Runtime) StreamCreate(flags uint32) (cudart.Stream, error) {
 	tok := threadToken()
 	const fn = "cudaStreamCreateWithFlags"
 	if err := s.lock(fn); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	if flags&^StreamFlagNonBlocking != 0 {
-		return 0, simErr(fn, ErrorInvalidValue, "unknown flags %#x", flags)
+	if flags&^cudart.StreamFlagNonBlocking != 0 {
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "unknown flags %#x", flags)
 	}
-	h := Stream(s.handle())
+	h := cudart.Stream(s.newHandle(streamHandle))
 	s.streams[h] = s.newStream(s.curDev(tok).id, flags, h)
 	return h, nil
 }
@@ -173,15 +175,15 @@ func (s *Sim) StreamCreate(flags uint32) (Stream, error) {
 // it completes later (once resumed, if paused); the handle is invalid at
 // once. The default streams cannot be destroyed
 // (cudaErrorInvalidResourceHandle).
-func (s *Sim) StreamDestroy(st Stream) error {
+func (s *Runtime) StreamDestroy(st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaStreamDestroy"
 	if err := s.lock(fn); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	if st == DefaultStream || st == LegacyDefaultStream || st == PerThreadDefaultStream {
-		return simErr(fn, ErrorInvalidResourceHandle, "the default stream %#x cannot be destroyed", uintptr(st))
+	if st == cudart.DefaultStream || st == cudart.LegacyDefaultStream || st == cudart.PerThreadDefaultStream {
+		return simErr(fn, cudart.ErrorInvalidResourceHandle, "the default stream %#x cannot be destroyed", uintptr(st))
 	}
 	q, err := s.stream(fn, st, tok)
 	if err != nil {
@@ -195,7 +197,7 @@ func (s *Sim) StreamDestroy(st Stream) error {
 }
 
 // StreamSynchronize waits until every operation queued on st has run.
-func (s *Sim) StreamSynchronize(st Stream) error {
+func (s *Runtime) StreamSynchronize(st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaStreamSynchronize"
 	if err := s.lock(fn); err != nil {
@@ -211,7 +213,7 @@ func (s *Sim) StreamSynchronize(st Stream) error {
 
 // StreamQuery returns nil when st has nothing queued, and an *Error with
 // ErrorNotReady otherwise.
-func (s *Sim) StreamQuery(st Stream) error {
+func (s *Runtime) StreamQuery(st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaStreamQuery"
 	if err := s.lock(fn); err != nil {
@@ -223,7 +225,7 @@ func (s *Sim) StreamQuery(st Stream) error {
 		return err
 	}
 	if len(q.queue) > 0 {
-		return simErr(fn, ErrorNotReady, "%d operations queued", len(q.queue))
+		return simErr(fn, cudart.ErrorNotReady, "%d operations queued", len(q.queue))
 	}
 	return nil
 }
@@ -231,7 +233,7 @@ func (s *Sim) StreamQuery(st Stream) error {
 // StreamWaitEvent makes work queued on st after this call wait until e's
 // most recent record (at the time of this call) has completed. An event
 // never recorded imposes no wait.
-func (s *Sim) StreamWaitEvent(st Stream, ev Event) error {
+func (s *Runtime) StreamWaitEvent(st cudart.Stream, ev cudart.Event) error {
 	tok := threadToken()
 	const fn = "cudaStreamWaitEvent"
 	if err := s.lock(fn); err != nil {
@@ -255,7 +257,7 @@ func (s *Sim) StreamWaitEvent(st Stream, ev Event) error {
 
 // StreamGetID returns st's unique id. Stream 0 and LegacyDefaultStream share
 // the current device's default-stream id.
-func (s *Sim) StreamGetID(st Stream) (uint64, error) {
+func (s *Runtime) StreamGetID(st cudart.Stream) (uint64, error) {
 	tok := threadToken()
 	const fn = "cudaStreamGetId"
 	if err := s.lock(fn); err != nil {
@@ -272,25 +274,25 @@ func (s *Sim) StreamGetID(st Stream) (uint64, error) {
 // EventCreate makes an event. flags combines EventFlagBlockingSync,
 // EventFlagDisableTiming and cudaEventInterprocess (4, which needs
 // DisableTiming).
-func (s *Sim) EventCreate(flags uint32) (Event, error) {
+func (s *Runtime) EventCreate(flags uint32) (cudart.Event, error) {
 	const fn = "cudaEventCreateWithFlags"
 	if err := s.lock(fn); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
 	const interprocess = 4
-	if flags&^(EventFlagBlockingSync|EventFlagDisableTiming|interprocess) != 0 ||
-		flags&interprocess != 0 && flags&EventFlagDisableTiming == 0 {
-		return 0, simErr(fn, ErrorInvalidValue, "flags %#x", flags)
+	if flags&^(cudart.EventFlagBlockingSync|cudart.EventFlagDisableTiming|interprocess) != 0 ||
+		flags&interprocess != 0 && flags&cudart.EventFlagDisableTiming == 0 {
+		return 0, simErr(fn, cudart.ErrorInvalidValue, "flags %#x", flags)
 	}
-	h := Event(s.handle())
+	h := cudart.Event(s.newHandle(eventHandle))
 	s.events[h] = &simEvent{handle: h, flags: flags}
 	return h, nil
 }
 
 // EventDestroy destroys an event. Records still queued complete for the
 // streams that wait on them.
-func (s *Sim) EventDestroy(ev Event) error {
+func (s *Runtime) EventDestroy(ev cudart.Event) error {
 	const fn = "cudaEventDestroy"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -305,7 +307,7 @@ func (s *Sim) EventDestroy(ev Event) error {
 
 // EventRecord records ev on st: the event completes when st reaches this
 // point. Queries and waits refer to the most recent record.
-func (s *Sim) EventRecord(ev Event, st Stream) error {
+func (s *Runtime) EventRecord(ev cudart.Event, st cudart.Stream) error {
 	tok := threadToken()
 	const fn = "cudaEventRecord"
 	if err := s.lock(fn); err != nil {
@@ -328,7 +330,7 @@ func (s *Sim) EventRecord(ev Event, st Stream) error {
 
 // EventQuery returns nil when ev's most recent record has completed (or ev
 // was never recorded), and an *Error with ErrorNotReady otherwise.
-func (s *Sim) EventQuery(ev Event) error {
+func (s *Runtime) EventQuery(ev cudart.Event) error {
 	const fn = "cudaEventQuery"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -339,13 +341,13 @@ func (s *Sim) EventQuery(ev Event) error {
 		return err
 	}
 	if e.last != nil && !e.last.done {
-		return simErr(fn, ErrorNotReady, "")
+		return simErr(fn, cudart.ErrorNotReady, "")
 	}
 	return nil
 }
 
 // EventSynchronize waits until ev's most recent record has completed.
-func (s *Sim) EventSynchronize(ev Event) error {
+func (s *Runtime) EventSynchronize(ev cudart.Event) error {
 	const fn = "cudaEventSynchronize"
 	if err := s.lock(fn); err != nil {
 		return err
@@ -361,7 +363,7 @@ func (s *Sim) EventSynchronize(ev Event) error {
 
 // DeviceSynchronize waits until every stream of the current device has run
 // all its queued work.
-func (s *Sim) DeviceSynchronize() error {
+func (s *Runtime) DeviceSynchronize() error {
 	tok := threadToken()
 	const fn = "cudaDeviceSynchronize"
 	if err := s.lock(fn); err != nil {
@@ -384,18 +386,18 @@ func (s *Sim) DeviceSynchronize() error {
 // ErrorNotReady once work is queued, synchronizing with it blocks, and
 // streams waiting on its events wait too. st may be a default stream (that of
 // the calling thread's current device). Test control; not part of CUDA.
-func (s *Sim) PauseStream(st Stream) error {
+func (s *Runtime) PauseStream(st cudart.Stream) error {
 	return s.setPaused("PauseStream", st, true)
 }
 
 // ResumeStream lets a paused stream run its queued work, and whatever waits
 // on it. A stream destroyed while paused can still be resumed. Test control;
 // not part of CUDA.
-func (s *Sim) ResumeStream(st Stream) error {
+func (s *Runtime) ResumeStream(st cudart.Stream) error {
 	return s.setPaused("ResumeStream", st, false)
 }
 
-func (s *Sim) setPaused(fn string, st Stream, paused bool) error {
+func (s *Runtime) setPaused(fn string, st cudart.Stream, paused bool) error {
 	tok := threadToken()
 	if err := s.lock(fn); err != nil {
 		return err

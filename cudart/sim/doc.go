@@ -1,0 +1,25 @@
+// Package sim is the simulated device: a cudart.Runtime that models CUDA's
+// devices, memory, streams, events and memory pools in host memory, so that
+// rmmgo runs and is tested where there is no GPU.
+//
+// Choose it in code:
+//
+//	rt := sim.New(sim.Config{Devices: 2, MemoryPerDevice: 1 << 30})
+//	if err := cudart.SetDefault(rt); err != nil { ... }
+//
+// or by name: importing this package registers it with cudart, so that
+// RMMGO_BACKEND=simulated (cudart.Default, cudart.Open) makes one,
+// configured by RMMGO_SIM_DEVICES, RMMGO_SIM_MEMORY and RMMGO_SIM_PAGEABLE.
+// The C library (librmmgo.so) always links it; a Go program that relies on
+// the variable imports it:
+//
+//	import _ "github.com/rmmgo/rmmgo/cudart/sim"
+//
+// It is chosen explicitly, never as a fall-back from CUDA. Runtime describes
+// what it models and where it simplifies; the conformance tests of this
+// package run against the simulator and, with RMMGO_BACKEND=cuda on a GPU
+// machine, against the real runtime, so that the model is checked against
+// CUDA itself. Beyond cudart.Runtime, *Runtime has controls for tests:
+// pausing streams, injecting allocation failures, and reading what the
+// device holds.
+package sim
