@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmmgo/rmmgo/core/eventlog"
 	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
@@ -476,7 +477,7 @@ func TestAdaptorStackOnDevice(t *testing.T) {
 			assert.Zero(t, tr.OutstandingCount())
 			assert.Zero(t, lim.AllocatedBytes())
 			require.NoError(t, lg.Close())
-			events, err := ReadEventLog(strings.NewReader(logBuf.String()))
+			events, err := eventlog.Read(strings.NewReader(logBuf.String()))
 			require.NoError(t, err)
 			assert.Len(t, events, 2*16*5)
 		})
