@@ -536,9 +536,9 @@ func (f *FixedSize) allocateList(stream Stream) (uintptr, error) {
 }
 
 // allocateSlow serves a request its own list could not, in the order of
-// the pool's (see heap.allocateSlow): the stream's other shards, ordered
-// blocks of other streams, growth, and after a failed growth a device
-// synchronization.
+// the pool's heap (core/internal/heap, allocateSlow): the stream's other
+// shards, ordered blocks of other streams, growth, and after a failed
+// growth a device synchronization.
 func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own *blockList) (uintptr, error) {
 	st := sl.St
 	var growErr error // set once the device was synchronized after growth failed
