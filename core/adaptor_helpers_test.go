@@ -22,6 +22,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/core/eventlog"
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
 type fakeBlock struct {
@@ -86,7 +89,7 @@ func (f *fakeResource) allocate(s Stream, bytes, alignment uintptr) (uintptr, er
 		f.failOOM--
 		return 0, fmt.Errorf("fake: %w: injected", ErrOutOfMemory)
 	}
-	need, ok := AlignUp(bytes, DefaultAlignment)
+	need, ok := addr.AlignUp(bytes, DefaultAlignment)
 	if !ok || (f.capacity != 0 && f.used+need > f.capacity) || need > 1<<40 {
 		return 0, fmt.Errorf("fake: %w: %d bytes with %d of %d used", ErrOutOfMemory, bytes, f.used, f.capacity)
 	}
@@ -135,7 +138,7 @@ func (f *fakeResource) deallocate(ptr, bytes uintptr) error {
 		return fmt.Errorf("fake: %w: %#x has %d bytes, not %d", ErrInvalidPointer, ptr, a.size, bytes)
 	}
 	delete(f.live, ptr)
-	need, _ := AlignUp(a.size, DefaultAlignment)
+	need, _ := addr.AlignUp(a.size, DefaultAlignment)
 	f.used -= need
 	f.free = append(f.free, fakeBlock{ptr, a.capacity})
 	return nil
@@ -474,7 +477,7 @@ func TestAdaptorStackOnDevice(t *testing.T) {
 			assert.Zero(t, tr.OutstandingCount())
 			assert.Zero(t, lim.AllocatedBytes())
 			require.NoError(t, lg.Close())
-			events, err := ReadEventLog(strings.NewReader(logBuf.String()))
+			events, err := eventlog.Read(strings.NewReader(logBuf.String()))
 			require.NoError(t, err)
 			assert.Len(t, events, 2*16*5)
 		})
@@ -486,7 +489,7 @@ func TestAdaptorStackOnDevice(t *testing.T) {
 type nullResource struct{ next atomic.Uintptr }
 
 func (n *nullResource) Allocate(_ Stream, bytes, _ uintptr) (uintptr, error) {
-	sz, _ := AlignUp(bytes, DefaultAlignment)
+	sz, _ := addr.AlignUp(bytes, DefaultAlignment)
 	return n.next.Add(sz) - sz + 1<<40, nil
 }
 func (n *nullResource) AllocateSync(bytes, a uintptr) (uintptr, error) {

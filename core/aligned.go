@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
 // Machinery shared by the adaptors (aligned, failure_callback, limiting,
@@ -32,7 +34,7 @@ func checkUpstream(kind string, up Resource) error {
 // calling its upstream) unless the alignment is bad, which is reported even
 // for zero bytes, as the base resources do.
 func zeroRequest(kind string, alignment uintptr) error {
-	if !IsPow2(alignment) {
+	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: %d is not a power of two", kind, ErrBadAlignment, alignment)
 	}
 	return nil
@@ -89,7 +91,7 @@ const maxAdaptorAlignment = maxAllocation / 2
 // checkAdaptorAlignment validates the alignment an adaptor is made with: a
 // power of two no larger than maxAdaptorAlignment (ErrBadAlignment).
 func checkAdaptorAlignment(kind string, alignment uintptr) error {
-	if !IsPow2(alignment) {
+	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: alignment %d is not a power of two", kind, ErrBadAlignment, alignment)
 	}
 	if alignment > maxAdaptorAlignment {
@@ -155,7 +157,7 @@ func (a *Aligned) plan(bytes, alignment uintptr) (uintptr, bool) {
 
 // upstreamSize is the over-allocation for bytes at alignment eff.
 func upstreamSize(bytes, eff uintptr) (uintptr, bool) {
-	up, ok := AlignUp(bytes, eff)
+	up, ok := addr.AlignUp(bytes, eff)
 	if !ok {
 		return 0, false
 	}
@@ -177,7 +179,7 @@ func (a *Aligned) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 }
 
 func (a *Aligned) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
-	if bytes == 0 || !IsPow2(alignment) {
+	if bytes == 0 || !addr.IsPow2(alignment) {
 		return 0, zeroRequest(kindAligned, alignment)
 	}
 	eff, over := a.plan(bytes, alignment)
@@ -192,7 +194,7 @@ func (a *Aligned) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintp
 	if err != nil {
 		return 0, err
 	}
-	p, _ := AlignUp(orig, eff) // orig+n does not overflow, so neither does this
+	p, _ := addr.AlignUp(orig, eff) // orig+n does not overflow, so neither does this
 	a.mu.Lock()
 	a.origins[p] = orig
 	a.mu.Unlock()
@@ -215,7 +217,7 @@ func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool)
 	if ptr == 0 || bytes == 0 {
 		return nil
 	}
-	if !IsPow2(alignment) {
+	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: %d is not a power of two", kindAligned, ErrBadAlignment, alignment)
 	}
 	eff, over := a.plan(bytes, alignment)

@@ -11,13 +11,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/heap"
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
 const kindArena = "arena"
 
-// Superblocks are 1 MiB: 4096 units of 256 bytes, a bit each.
+// Superblocks are 1 MiB: 4096 units of 256 bytes (the heap's units), a
+// bit each.
 const (
+	unitShift       = heap.UnitShift
 	superblockSize  = 1 << 20
 	superblockUnits = superblockSize >> unitShift
 	superblockWords = superblockUnits / 64
@@ -80,8 +85,8 @@ type Arena struct {
 	base, size uintptr
 	dump       bool
 
-	global heap
-	eng    engine[arenaList, *arenaList]
+	global heap.Heap
+	eng    streamorder.Engine[arenaList, *arenaList]
 	// windows[i] is the superblock that starts in the i-th MiB of the
 	// arena, if any (at most one can, superblocks being 1 MiB).
 	windows []atomic.Pointer[superblock]
@@ -107,7 +112,7 @@ type superblock struct {
 
 // arenaList is the arena of one stream in one shard.
 type arenaList struct {
-	listBase
+	streamorder.List
 	sbs    []*superblock
 	runs   []int32 // runs[i] >= the largest free run of sbs[i], in units
 	cur    int     // where the next search starts
@@ -124,7 +129,7 @@ type arenaList struct {
 type remoteFree struct {
 	ptr   uintptr
 	units int
-	st    *streamState
+	st    *streamorder.State
 	seq   uint64
 }
 
@@ -150,7 +155,7 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 		}
 		size = uintptr(free / 2)
 	}
-	size = AlignDown(size, DefaultAlignment)
+	size = addr.AlignDown(size, DefaultAlignment)
 	if size < superblockSize || size > maxAllocation {
 		return nil, fmt.Errorf("%s: %w: arena size %d bytes (at least 1 MiB, the size of a superblock)", kindArena, ErrInvalidArgument, size)
 	}
@@ -163,13 +168,17 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
 	}
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
-	a.global.init(kindArena, r, nil)
-	a.global.addChunk(nil, base, size)
+	a.global.Init(kindArena, r, nil, false)
+	a.global.AddChunk(base, size)
 	// The arena's lists hold no blocks to settle: memory freed on another
 	// stream than its arena's waits in remote with its seq, and a record of
 	// the freeing stream covers it where it lies.
-	a.eng.init(r, kindArena, func(*streamState) *arenaList { return new(arenaList) }, nil)
-	a.eng.holds = func(l *arenaList) bool { return len(l.sbs) > 0 || len(l.remote) > 0 }
+	a.eng.Init(streamorder.Config[arenaList, *arenaList]{
+		Kind:    kindArena,
+		Runtime: r,
+		NewList: func() *arenaList { return new(arenaList) },
+		Holds:   func(l *arenaList) bool { return len(l.sbs) > 0 || len(l.remote) > 0 },
+	})
 	a.windows = make([]atomic.Pointer[superblock], size/superblockSize+1)
 	return a, nil
 }
@@ -364,7 +373,7 @@ func (l *arenaList) allocLocal(u int) uintptr {
 			}
 			l.cur = j
 			l.allocs++
-			l.free.Add(^(uintptr(u)<<unitShift - 1))
+			l.Free.Add(^(uintptr(u)<<unitShift - 1))
 			return sb.base + uintptr(i)<<unitShift
 		}
 		l.runs[j] = int32(largest)
@@ -390,24 +399,24 @@ func (a *Arena) drain(l *arenaList, s Stream, ordered bool) error {
 	var err error
 	for _, r := range l.remote {
 		if ordered && err == nil {
-			if !r.st.ordered(r.seq) {
-				a.eng.want(r.st) // its next call records its event
+			if !r.st.Ordered(r.seq) {
+				a.eng.Want(r.st) // its next call records its event
 				kept = append(kept, r)
 				continue
 			}
-			err = a.eng.orderAfter(s, l.st, r.st, r.seq)
+			err = a.eng.OrderAfter(s, l.St, r.st, r.seq)
 		}
 		if err != nil {
 			kept = append(kept, r)
 			continue
 		}
-		r.st.inflight.Add(-1)
+		r.st.Inflight.Add(-1)
 		sb := a.superblockAt(r.ptr)
 		i := int(r.ptr-sb.base) >> unitShift
 		setBits(&sb.start, i, 1, false)
 		setBits(&sb.pending, i, 1, false)
 		l.released(sb, sb.release(i, r.units))
-		l.free.Add(uintptr(r.units) << unitShift)
+		l.Free.Add(uintptr(r.units) << unitShift)
 		if sb.free == superblockUnits {
 			l.empty++
 		}
@@ -431,7 +440,7 @@ func (l *arenaList) attach(sb *superblock, run int32) {
 	if sb.free == superblockUnits {
 		l.empty++
 	}
-	l.free.Add(uintptr(sb.free) << unitShift)
+	l.Free.Add(uintptr(sb.free) << unitShift)
 }
 
 // detach removes sb from l, leaving its owner to the caller. l.mu is held.
@@ -449,7 +458,7 @@ func (l *arenaList) detach(sb *superblock) {
 	if sb.free == superblockUnits {
 		l.empty--
 	}
-	l.free.Add(^(uintptr(sb.free)<<unitShift - 1))
+	l.Free.Add(^(uintptr(sb.free)<<unitShift - 1))
 }
 
 // disown removes the wholly free sb from l. l.mu is held.
@@ -479,20 +488,20 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 	}
 	u := int(size >> unitShift)
 	for {
-		sl, err := a.eng.lookup(stream)
+		sl, err := a.eng.Lookup(stream)
 		if err != nil {
 			return 0, err
 		}
-		a.eng.maybeSettle(sl, stream)
-		l := a.eng.list(sl, a.eng.shard())
-		l.mu.Lock()
+		a.eng.MaybeSettle(sl, stream)
+		l := a.eng.List(sl, a.eng.Shard())
+		l.Mu.Lock()
 		p := l.allocLocal(u)
-		l.mu.Unlock()
+		l.Mu.Unlock()
 		if p != 0 {
 			return p, nil
 		}
 		p, err = a.allocateSlow(stream, sl, l, u)
-		if err != errRetry {
+		if err != streamorder.ErrRetry {
 			return p, err
 		}
 	}
@@ -508,51 +517,51 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 // over one partly used superblock per P (on a 32-core host, sixteen such
 // streams filled a 384 MiB arena with under 100 MiB live). A superblock
 // found there moves into this list, so the next allocations are local.
-func (a *Arena) allocateSlow(s Stream, sl *streamLists[arenaList], l *arenaList, u int) (uintptr, error) {
-	l.mu.Lock()
+func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *arenaList, u int) (uintptr, error) {
+	l.Mu.Lock()
 	if len(l.remote) > 0 {
 		err := a.drain(l, s, true)
 		if err == nil {
 			if p := l.allocLocal(u); p != 0 {
-				l.mu.Unlock()
+				l.Mu.Unlock()
 				return p, nil
 			}
 		}
 		if err != nil {
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			return 0, err
 		}
 	}
-	l.mu.Unlock()
+	l.Mu.Unlock()
 	if p := a.steal(sl, l, u, true); p != 0 {
 		return p, nil
 	}
-	if a.eng.needSweep() {
+	if a.eng.NeedSweep() {
 		// Many streams came since the last sweep: drop the lists of those
 		// that hold nothing (destroyed ones, typically), so that a program
 		// making stream after stream does not make the arena larger or
 		// slower over time.
-		ls := a.eng.lockAll()
-		a.eng.sweep(ls, l)
-		unlockAll(ls)
+		ls := a.eng.LockAll()
+		a.eng.Sweep(ls, l)
+		streamorder.UnlockAll(ls)
 	}
 	for attempt := 0; ; attempt++ {
-		sbp, err := a.global.allocate(s, superblockSize)
+		sbp, err := a.global.Allocate(s, superblockSize)
 		if err == nil {
 			sb := &superblock{base: sbp, free: superblockUnits}
 			a.windows[(sbp-a.base)/superblockSize].Store(sb)
-			l.mu.Lock()
-			if l.retired {
-				l.mu.Unlock()
+			l.Mu.Lock()
+			if l.Retired {
+				l.Mu.Unlock()
 				a.windows[(sbp-a.base)/superblockSize].Store(nil)
-				if err := a.global.deallocate(s, sbp, superblockSize); err != nil {
+				if err := a.global.Deallocate(s, sbp, superblockSize); err != nil {
 					return 0, err
 				}
-				return 0, errRetry
+				return 0, streamorder.ErrRetry
 			}
 			l.adopt(sb)
 			p := l.allocLocal(u)
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			if p == 0 {
 				return 0, fmt.Errorf("%s: %w: internal error: a new superblock cannot hold %d units", kindArena, ErrBadAlloc, u)
 			}
@@ -570,9 +579,9 @@ func (a *Arena) allocateSlow(s Stream, sl *streamLists[arenaList], l *arenaList,
 		}
 		// Memory freed on other streams into this stream's lists came
 		// back: look there first.
-		l.mu.Lock()
+		l.Mu.Lock()
 		p := l.allocLocal(u)
-		l.mu.Unlock()
+		l.Mu.Unlock()
 		if p != 0 {
 			return p, nil
 		}
@@ -596,36 +605,36 @@ func (a *Arena) allocateSlow(s Stream, sl *streamLists[arenaList], l *arenaList,
 // the lists a goroutine left behind when it moved to another P give theirs
 // up. Without it (the global arena is exhausted) any list will do and it
 // waits for the locks.
-func (a *Arena) steal(sl *streamLists[arenaList], own *arenaList, u int, idleOnly bool) uintptr {
+func (a *Arena) steal(sl *streamorder.Lists[arenaList], own *arenaList, u int, idleOnly bool) uintptr {
 	need := uintptr(u) << unitShift
-	for i := range sl.shards {
-		l := sl.shards[i].Load()
-		if l == nil || l == own || l.free.Load() < need {
+	for i := range sl.Shards {
+		l := sl.Shards[i].Load()
+		if l == nil || l == own || l.Free.Load() < need {
 			continue
 		}
 		first, second := own, l
 		if idleOnly {
 			// Own blocking, the other only if free: TryLock never waits,
 			// so no lock order is needed.
-			own.mu.Lock()
-			if !l.mu.TryLock() {
-				own.mu.Unlock()
+			own.Mu.Lock()
+			if !l.Mu.TryLock() {
+				own.Mu.Unlock()
 				continue
 			}
 		} else {
 			// Both locks, in id order (the order lockAll takes them in).
-			if l.id < own.id {
+			if l.ID < own.ID {
 				first, second = l, own
 			}
-			first.mu.Lock()
-			second.mu.Lock()
+			first.Mu.Lock()
+			second.Mu.Lock()
 		}
 		var p uintptr
 		switch {
-		case l.retired || own.retired:
+		case l.Retired || own.Retired:
 		case idleOnly && l.allocs != l.mark:
 			l.mark = l.allocs // busy since the last look; idle if not by the next
-		case idleOnly && 2*l.free.Load() < uintptr(len(l.sbs))*superblockSize:
+		case idleOnly && 2*l.Free.Load() < uintptr(len(l.sbs))*superblockSize:
 			// Idle but at least half used: its superblocks are not what a
 			// goroutine left behind, and taking fragmented superblocks
 			// makes allocation search longer (measured: 2-4x per op with
@@ -633,8 +642,8 @@ func (a *Arena) steal(sl *streamLists[arenaList], own *arenaList, u int, idleOnl
 		default:
 			p = l.moveTo(own, u)
 		}
-		second.mu.Unlock()
-		first.mu.Unlock()
+		second.Mu.Unlock()
+		first.Mu.Unlock()
 		if p != 0 {
 			return p
 		}
@@ -659,7 +668,7 @@ func (l *arenaList) moveTo(dst *arenaList, u int) uintptr {
 		if wasEmpty {
 			l.empty--
 		}
-		l.free.Add(^(uintptr(u)<<unitShift - 1))
+		l.Free.Add(^(uintptr(u)<<unitShift - 1))
 		if !sb.hasPending() {
 			run := l.runs[j]
 			l.detach(sb)
@@ -671,14 +680,14 @@ func (l *arenaList) moveTo(dst *arenaList, u int) uintptr {
 }
 
 func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
-	p, err := a.global.allocate(s, size)
+	p, err := a.global.Allocate(s, size)
 	if err == nil || !errors.Is(err, ErrOutOfMemory) {
 		return p, err
 	}
 	if err := a.reclaim(); err != nil {
 		return 0, err
 	}
-	p, err = a.global.allocate(s, size)
+	p, err = a.global.Allocate(s, size)
 	if err != nil {
 		return 0, a.failure(s, size, err)
 	}
@@ -694,10 +703,10 @@ func (a *Arena) reclaim() error {
 	// Synchronize with every arena locked, so that no free is queued
 	// between the synchronization and the draining below; the global
 	// arena's lists settle what was freed on them before it.
-	marks := a.global.eng.syncMarks()
-	ls := a.eng.lockAll()
+	marks := a.global.SyncMarks()
+	ls := a.eng.LockAll()
 	if err := a.rt.DeviceSynchronize(); err != nil {
-		unlockAll(ls)
+		streamorder.UnlockAll(ls)
 		return cudaError(kindArena+": synchronizing to take memory back", err)
 	}
 	var give []*superblock
@@ -714,12 +723,12 @@ func (a *Arena) reclaim() error {
 		}
 	}
 	// Streams left with nothing (their superblocks given back above) go.
-	a.eng.sweep(ls, nil)
-	unlockAll(ls)
-	a.global.eng.applySync(marks)
+	a.eng.Sweep(ls, nil)
+	streamorder.UnlockAll(ls)
+	a.global.ApplySync(marks)
 	var errs []error
 	for _, sb := range give {
-		errs = append(errs, a.global.deallocate(DefaultStream, sb.base, superblockSize))
+		errs = append(errs, a.global.Deallocate(DefaultStream, sb.base, superblockSize))
 	}
 	return errors.Join(errs...)
 }
@@ -757,9 +766,9 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		defer runtime.UnlockOSThread()
 	}
 	if size > smallLimit {
-		return a.global.deallocate(stream, ptr, size)
+		return a.global.Deallocate(stream, ptr, size)
 	}
-	sl, err := a.eng.lookup(stream)
+	sl, err := a.eng.Lookup(stream)
 	if err != nil {
 		return err
 	}
@@ -773,19 +782,19 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		if l == nil {
 			return fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr)
 		}
-		if l.st == sl.st {
-			l.mu.Lock()
+		if l.St == sl.St {
+			l.Mu.Lock()
 			if sb.owner.Load() != l {
-				l.mu.Unlock()
+				l.Mu.Unlock()
 				continue
 			}
 			if !sb.valid(i, u) {
-				l.mu.Unlock()
+				l.Mu.Unlock()
 				return a.badFree(ptr, size)
 			}
 			setBits(&sb.start, i, 1, false)
 			l.released(sb, sb.release(i, u))
-			l.free.Add(size)
+			l.Free.Add(size)
 			var give bool
 			if sb.free == superblockUnits {
 				if l.empty > 0 {
@@ -797,32 +806,32 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 					l.empty++
 				}
 			}
-			l.mu.Unlock()
-			a.eng.maybeSettle(sl, stream)
+			l.Mu.Unlock()
+			a.eng.MaybeSettle(sl, stream)
 			if give {
-				return a.global.deallocate(stream, sb.base, superblockSize)
+				return a.global.Deallocate(stream, sb.base, superblockSize)
 			}
 			return nil
 		}
 		// Freed on another stream than the arena's: queue it there.
-		l.mu.Lock()
+		l.Mu.Lock()
 		if sb.owner.Load() != l {
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			continue
 		}
 		if !sb.valid(i, u) {
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			return a.badFree(ptr, size)
 		}
 		setBits(&sb.pending, i, 1, true)
-		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.st, seq: sl.st.epoch.Load()})
+		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.St, seq: sl.St.Epoch.Load()})
 		// The freeing stream must outlive the entry: the sweep would forget
 		// it (destroying the event drain waits on) once its own lists are
 		// empty. Dropped when drain takes the entry.
-		sl.st.inflight.Add(1)
-		l.mu.Unlock()
+		sl.St.Inflight.Add(1)
+		l.Mu.Unlock()
 		// A record made now covers this free too.
-		a.eng.maybeSettle(sl, stream)
+		a.eng.MaybeSettle(sl, stream)
 		return nil
 	}
 }
@@ -873,16 +882,16 @@ func (a *Arena) Close() error {
 		return nil
 	}
 	a.reclaimMu.Lock()
-	ls := a.eng.lockAll()
-	a.global.releaseChunks(true)
+	ls := a.eng.LockAll()
+	a.global.ReleaseChunks(true)
 	for _, l := range ls {
 		for _, sb := range l.sbs {
 			sb.owner.Store(nil)
 		}
 		l.sbs, l.runs, l.remote, l.empty, l.cur = nil, nil, nil, 0, 0
-		l.free.Store(0)
+		l.Free.Store(0)
 	}
-	unlockAll(ls)
+	streamorder.UnlockAll(ls)
 	a.reclaimMu.Unlock()
 	var errs []error
 	if err := a.rt.DeviceSynchronize(); err != nil {
@@ -891,7 +900,7 @@ func (a *Arena) Close() error {
 	if err := a.upstream.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment); err != nil {
 		errs = append(errs, fmt.Errorf("%s: returning the global arena upstream: %w", kindArena, err))
 	}
-	errs = append(errs, a.eng.close(), a.global.eng.close())
+	errs = append(errs, a.eng.Close(), a.global.Close())
 	return errors.Join(errs...)
 }
 
@@ -903,10 +912,10 @@ func (a *Arena) writeDump(s Stream, size uintptr) {
 	fmt.Fprintf(&b, "[%s] arena %p: allocation of %d bytes (%s) on stream %#x failed: no room in arena\n",
 		time.Now().Format("2006-01-02 15:04:05.000000"), a, size, formatBytes(size), uintptr(s))
 	fmt.Fprintf(&b, "global arena: %#x, %d bytes (%s)\n", a.base, a.size, formatBytes(a.size))
-	gs := a.global.stats()
+	gs := a.global.Stats()
 	fmt.Fprintf(&b, "global arena free: %d blocks, %d bytes (%s), largest %d bytes (%s)\n",
-		gs.freeBlocks, gs.freeBytes, formatBytes(gs.freeBytes), gs.largest, formatBytes(gs.largest))
-	ls := a.eng.lockAll()
+		gs.FreeBlocks, gs.FreeBytes, formatBytes(gs.FreeBytes), gs.Largest, formatBytes(gs.Largest))
+	ls := a.eng.LockAll()
 	var sbs, lent int
 	for _, l := range ls {
 		if len(l.sbs) == 0 && len(l.remote) == 0 {
@@ -920,9 +929,9 @@ func (a *Arena) writeDump(s Stream, size uintptr) {
 		sbs += len(l.sbs)
 		lent += len(l.sbs) * superblockSize
 		fmt.Fprintf(&b, "stream arena %d (stream %#x): %d superblocks, %d free bytes, largest free run %d bytes, %d frees from other streams pending\n",
-			l.id, uintptr(l.st.handle), len(l.sbs), free<<unitShift, largest<<unitShift, len(l.remote))
+			l.ID, uintptr(l.St.Handle), len(l.sbs), free<<unitShift, largest<<unitShift, len(l.remote))
 	}
-	unlockAll(ls)
+	streamorder.UnlockAll(ls)
 	fmt.Fprintf(&b, "superblocks lent: %d (%d bytes)\n\n", sbs, lent)
 	f, err := os.OpenFile(ArenaDumpFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {

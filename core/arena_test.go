@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -31,7 +33,7 @@ func TestArenaOptions(t *testing.T) {
 	require.NoError(t, err)
 	a, err = NewArena(up, ArenaOptions{ArenaSize: SizeDefault})
 	require.NoError(t, err)
-	want := AlignDown(uintptr(free/2), 256)
+	want := addr.AlignDown(uintptr(free/2), 256)
 	assert.InDelta(t, float64(want), float64(a.ArenaSize()), float64(want)/10, "half the free memory")
 	require.NoError(t, a.Close())
 	assert.Zero(t, up.liveCount())
@@ -266,33 +268,33 @@ func TestArenaSiblingShards(t *testing.T) {
 	runtime.GOMAXPROCS(prev)
 	require.NoError(t, err)
 	defer a.Close()
-	require.Len(t, a.eng.def.shards, 4)
+	require.Len(t, a.eng.Default().Shards, 4)
 
 	const size = 250 << 10 // four to a superblock
 	u := size >> unitShift
-	sl, err := a.eng.lookup(DefaultStream)
+	sl, err := a.eng.Lookup(DefaultStream)
 	require.NoError(t, err)
 	// alloc allocates as a goroutine on P i would.
 	alloc := func(i uint32) (uintptr, error) {
-		l := a.eng.list(sl, i)
-		l.mu.Lock()
+		l := a.eng.List(sl, i)
+		l.Mu.Lock()
 		p := l.allocLocal(u)
-		l.mu.Unlock()
+		l.Mu.Unlock()
 		if p != 0 {
 			return p, nil
 		}
 		return a.allocateSlow(DefaultStream, sl, l, u)
 	}
 	sbsOf := func(i uint32) int {
-		l := a.eng.list(sl, i)
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l := a.eng.List(sl, i)
+		l.Mu.Lock()
+		defer l.Mu.Unlock()
 		return len(l.sbs)
 	}
 
 	x, err := alloc(0)
 	require.NoError(t, err)
-	l1 := a.eng.list(sl, 1)
+	l1 := a.eng.List(sl, 1)
 	assert.Zero(t, a.steal(sl, l1, u, true), "P 0's list served an allocation since anyone looked: left alone")
 	y := a.steal(sl, l1, u, true)
 	require.NotZero(t, y, "no allocation since the last look: idle, so P 1 takes room there")
@@ -350,7 +352,7 @@ func TestArenaStreamChurn(t *testing.T) {
 		require.NoError(t, r0.StreamSynchronize(s))
 		require.NoError(t, r0.StreamDestroy(s))
 	}
-	assert.Less(t, len(a.eng.allLists()), 40, "the lists of destroyed streams were dropped")
+	assert.Less(t, len(a.eng.AllLists()), 40, "the lists of destroyed streams were dropped")
 	p, err := a.Allocate(DefaultStream, 6*superblockSize, 256)
 	require.NoError(t, err, "the superblocks came back")
 	require.NoError(t, a.Deallocate(DefaultStream, p, 6*superblockSize, 256))
@@ -378,34 +380,30 @@ func TestArenaSweepKeepsStreamsWithQueuedFrees(t *testing.T) {
 	require.NoError(t, a.Deallocate(freer, q, 100<<10, 256))
 	require.NoError(t, a.reclaim())
 	require.NoError(t, a.Deallocate(freer, p, 100<<10, 256)) // queued in owner's list
-	sl, err := a.eng.lookup(freer)
+	sl, err := a.eng.Lookup(freer)
 	require.NoError(t, err)
-	st := sl.st
-	st.mu.Lock()
-	_, err = a.eng.recordLocked(st, freer) // the record that covers the free
-	st.mu.Unlock()
+	st := sl.St
+	_, err = a.eng.Record(st, freer) // the record that covers the free
 	require.NoError(t, err)
 	// Enough streams for the sweep to run.
-	for i := 0; i < 2*smallStreams; i++ {
-		_, err := a.eng.lookup(newStream(t, r0))
+	for i := 0; i < 2*streamorder.SmallStreams; i++ {
+		_, err := a.eng.Lookup(newStream(t, r0))
 		require.NoError(t, err)
 	}
-	ls := a.eng.lockAll()
-	a.eng.sweep(ls, nil)
-	unlockAll(ls)
-	st.mu.Lock()
-	ev := st.event
-	st.mu.Unlock()
+	ls := a.eng.LockAll()
+	a.eng.Sweep(ls, nil)
+	streamorder.UnlockAll(ls)
+	ev := st.Event()
 	assert.NotZero(t, ev, "the freeing stream's event outlives its queued free")
 
-	osl, err := a.eng.lookup(owner)
+	osl, err := a.eng.Lookup(owner)
 	require.NoError(t, err)
-	l := a.eng.list(osl, 0)
-	l.mu.Lock()
+	l := a.eng.List(osl, 0)
+	l.Mu.Lock()
 	err = a.drain(l, owner, true)
 	n := len(l.remote)
-	l.mu.Unlock()
+	l.Mu.Unlock()
 	require.NoError(t, err)
 	assert.Zero(t, n, "the queued free was taken back")
-	assert.Zero(t, st.inflight.Load())
+	assert.Zero(t, st.Inflight.Load())
 }

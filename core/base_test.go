@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -110,7 +111,7 @@ func TestBaseResourcesFillAndCheck(t *testing.T) {
 					p, err := mr.Allocate(s, n, DefaultAlignment)
 					require.NoError(t, err, "Allocate(%d) on stream %d", n, si)
 					require.NotZero(t, p)
-					require.True(t, IsAligned(p, DefaultAlignment), "%#x is not 256-byte aligned", p)
+					require.True(t, addr.IsAligned(p, DefaultAlignment), "%#x is not 256-byte aligned", p)
 					fillAndCheck(t, r, p, n, byte(0x11*(i+1)+si), s)
 					require.NoError(t, mr.Deallocate(s, p, n, DefaultAlignment))
 				}
@@ -142,7 +143,7 @@ func TestBaseResourcesFillAndCheck(t *testing.T) {
 			for i, n := range sizes {
 				p, err := mr.AllocateSync(n, DefaultAlignment)
 				require.NoError(t, err, "AllocateSync(%d)", n)
-				require.True(t, IsAligned(p, DefaultAlignment))
+				require.True(t, addr.IsAligned(p, DefaultAlignment))
 				fillAndCheck(t, r, p, n, byte(0x5A+i), DefaultStream)
 				require.NoError(t, mr.DeallocateSync(p, n, DefaultAlignment))
 			}
@@ -151,7 +152,7 @@ func TestBaseResourcesFillAndCheck(t *testing.T) {
 			for a := uintptr(1); a <= DefaultAlignment; a *= 2 {
 				p, err := mr.Allocate(streams[0], 100, a)
 				require.NoError(t, err, "alignment %d", a)
-				require.True(t, IsAligned(p, DefaultAlignment))
+				require.True(t, addr.IsAligned(p, DefaultAlignment))
 				require.NoError(t, mr.Deallocate(streams[0], p, 100, a))
 			}
 		})

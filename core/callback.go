@@ -2,6 +2,8 @@ package core
 
 import (
 	"fmt"
+
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
 const kindCallback = "callback"
@@ -58,7 +60,7 @@ func (c *Callback) Equal(other Resource) bool {
 
 // Allocate calls the allocate function.
 func (c *Callback) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	if bytes == 0 || !IsPow2(alignment) || alignment > DefaultAlignment {
+	if bytes == 0 || !addr.IsPow2(alignment) || alignment > DefaultAlignment {
 		if err := checkAlignment(kindCallback, alignment, DefaultAlignment); err != nil {
 			return 0, err
 		}
@@ -71,7 +73,7 @@ func (c *Callback) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error)
 	if p == 0 {
 		return 0, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindCallback, ErrOutOfMemory, bytes)
 	}
-	if !IsAligned(p, alignment) {
+	if !addr.IsAligned(p, alignment) {
 		err := fmt.Errorf("%s: %w: the allocate function returned %#x, not aligned to %d bytes as asked (it was given back)",
 			kindCallback, ErrBadAlloc, p, alignment)
 		if derr := c.callDealloc(p, bytes, s); derr != nil {

@@ -1,9 +1,9 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/rmmgo/rmmgo/core/internal/errs"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -20,15 +20,7 @@ func rt() (cudart.Runtime, error) {
 // cudaError wraps the failure err of a CUDA call made by resource kind, so
 // that errors.Is finds ErrOutOfMemory for cudaErrorMemoryAllocation and
 // ErrCUDA for anything else, and the *cudart.Error in both cases.
-func cudaError(kind string, err error) error {
-	if errors.Is(err, cudart.ErrMemoryAllocation) {
-		return fmt.Errorf("%s: %w: %w", kind, ErrOutOfMemory, err)
-	}
-	if errors.Is(err, cudart.ErrInvalidDevice) {
-		return fmt.Errorf("%s: %w: %w", kind, ErrInvalidArgument, err)
-	}
-	return fmt.Errorf("%s: %w: %w", kind, ErrCUDA, err)
-}
+func cudaError(kind string, err error) error { return errs.FromCUDA(kind, err) }
 
 // SizeDefault, given as a size option, asks for RMM's default for that
 // option (for example half of the free device memory for a pool's initial

@@ -108,6 +108,19 @@
 // behaviour: Aligned, Callback, FailureCallback, Limiting, Logging,
 // Prefetch, Statistics, ThreadSafe and Tracking.
 //
+// # Packages and files
+//
+// Each resource is in a file named for it, as RMM's kinds are (pool.go,
+// arena.go, cuda_async.go, statistics.go, ...); per_device.go holds the
+// per-device table. Package core/eventlog reads and writes the
+// memory-event log that Logging writes, in RMM's CSV format. The machinery
+// behind the sub-allocators is internal: core/internal/heap is the
+// coalescing block heap of Pool and of Arena's global arena (with the
+// pool's magazines), core/internal/streamorder the stream-ordered free
+// lists that Pool, FixedSize and Arena share (stream ids, event records
+// and waits, shards per P), and core/internal/addr, errs and relaxed hold
+// the address arithmetic, the sentinel errors and the relaxed shared words.
+//
 // # Backends
 //
 // Resources call CUDA through package cudart, which is either the real CUDA

@@ -1,7 +1,7 @@
 package core
 
 import (
-	"errors"
+	"github.com/rmmgo/rmmgo/core/internal/errs"
 )
 
 // Errors that classify a failure. Resources wrap them (with %w) in errors
@@ -11,26 +11,26 @@ import (
 var (
 	// ErrOutOfMemory: the resource or its upstream has no room. It is what
 	// RMM calls out_of_memory.
-	ErrOutOfMemory = errors.New("out of memory")
+	ErrOutOfMemory = errs.OutOfMemory
 	// ErrBadAlloc: an allocation failed for another reason (RMM's bad_alloc).
-	ErrBadAlloc = errors.New("allocation failed")
+	ErrBadAlloc = errs.BadAlloc
 	// ErrBadAlignment: the alignment is not a power of two, or larger than
 	// the resource supports.
-	ErrBadAlignment = errors.New("unsupported alignment")
+	ErrBadAlignment = errs.BadAlignment
 	// ErrInvalidArgument: an argument is out of range (sizes, limits, nil
 	// upstreams, unknown device ids).
-	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidArgument = errs.InvalidArgument
 	// ErrInvalidPointer: Deallocate was given memory this resource did not
 	// hand out, or memory already deallocated, where the resource can know.
-	ErrInvalidPointer = errors.New("pointer not allocated by this resource")
+	ErrInvalidPointer = errs.InvalidPointer
 	// ErrWrongDevice: the resource was used while another device than its
 	// own was current.
-	ErrWrongDevice = errors.New("resource used with the wrong device current")
+	ErrWrongDevice = errs.WrongDevice
 	// ErrNotSupported: the device or runtime lacks a feature the resource
 	// needs (pageable memory access, memory pools, ...).
-	ErrNotSupported = errors.New("not supported")
+	ErrNotSupported = errs.NotSupported
 	// ErrClosed: the resource was closed.
-	ErrClosed = errors.New("resource closed")
+	ErrClosed = errs.Closed
 	// ErrCUDA: a CUDA call failed; the *cudart.Error is wrapped beside it.
-	ErrCUDA = errors.New("CUDA error")
+	ErrCUDA = errs.CUDA
 )

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -52,7 +54,7 @@ type FixedSize struct {
 	blockSize uintptr
 	perChunk  int
 
-	eng     engine[blockList, *blockList]
+	eng     streamorder.Engine[blockList, *blockList]
 	index   fixedIndex
 	byID    atomic.Pointer[[]*fixedChunk] // chunks by id; never modified once published
 	chunks  []*fixedChunk                 // every chunk, for Close; guarded by chunkMu
@@ -79,20 +81,20 @@ type fixedBlock struct {
 // other streams may take them after waiting on the stream's event), each a
 // stack.
 type blockList struct {
-	listBase
+	streamorder.List
 	blocks []fixedBlock // fresh
 	set    []fixedBlock // settled
 }
 
 // settle moves the fresh blocks freed before cut to the settled stack and
-// sets l.cut. l.mu is held.
+// sets l.Cut. l.mu is held.
 func (l *blockList) settle(cut uint64, blockSize uintptr) {
-	l.cut = cut
+	l.Cut = cut
 	k := 0
 	for _, b := range l.blocks {
 		if b.seq < cut {
 			l.set = append(l.set, b)
-			l.settled.Add(blockSize)
+			l.Settled.Add(blockSize)
 		} else {
 			l.blocks[k] = b
 			k++
@@ -168,7 +170,7 @@ func (d *fixedDirs) slot(gr uintptr) *fixedSlot {
 // search is slot without the flat table (there is none, or gr lies
 // outside it).
 func (d *fixedDirs) search(gr uintptr) *fixedSlot {
-	if i := searchBases(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
+	if i := addr.Search(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
 		return &d.dirs[i][gr&(fixedDirSize-1)]
 	}
 	return nil
@@ -285,7 +287,7 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 	if n < 0 {
 		return nil, fmt.Errorf("%s: %w: %d blocks to preallocate", kindFixedSize, ErrInvalidArgument, n)
 	}
-	bs, ok := AlignUp(bs, DefaultAlignment)
+	bs, ok := addr.AlignUp(bs, DefaultAlignment)
 	if !ok || bs > maxAllocation || uintptr(n) > maxAllocation/bs || uint64(n) > math.MaxUint32 {
 		return nil, fmt.Errorf("%s: %w: %d blocks of %d bytes do not fit in memory", kindFixedSize, ErrInvalidArgument, n, opts.BlockSize)
 	}
@@ -294,20 +296,24 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 		return nil, cudaError(kindFixedSize, err)
 	}
 	f := &FixedSize{upstream: upstream, rt: r, dev: dev, blockSize: bs, perChunk: n}
-	f.eng.init(r, kindFixedSize, func(*streamState) *blockList { return new(blockList) },
-		func(l *blockList, cut uint64) { l.settle(cut, f.blockSize) })
+	f.eng.Init(streamorder.Config[blockList, *blockList]{
+		Kind:       kindFixedSize,
+		Runtime:    r,
+		NewList:    func() *blockList { return new(blockList) },
+		SettleList: func(l *blockList, cut uint64) { l.settle(cut, f.blockSize) },
+	})
 	f.index.size = bs * uintptr(n)
 	f.index.g = uint(bits.Len64(uint64(f.index.size))) - 1
 	f.index.dirs.Store(&fixedDirs{})
 	f.byID.Store(&[]*fixedChunk{})
 	f.shift = -1
-	if IsPow2(bs) {
+	if addr.IsPow2(bs) {
 		f.shift = bits.TrailingZeros64(uint64(bs))
 	}
-	l := f.eng.list(f.eng.def, 0)
-	l.mu.Lock()
+	l := f.eng.List(f.eng.Default(), 0)
+	l.Mu.Lock()
 	_, err = f.growLocked(DefaultStream, l, false)
-	l.mu.Unlock()
+	l.Mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +339,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	f.byID.Store(&nb)
 	f.chunks = append(f.chunks, c)
 	f.chunkMu.Unlock()
-	seq := l.st.epoch.Load() // fresh: seq >= l.cut
+	seq := l.St.Epoch.Load() // fresh: seq >= l.Cut
 	first := 0
 	if take {
 		first = 1
@@ -343,7 +349,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	for i := f.perChunk - 1; i >= first; i-- {
 		l.blocks = append(l.blocks, fixedBlock{seq, c.id, uint32(i)})
 	}
-	l.free.Add(uintptr(f.perChunk-first) * f.blockSize)
+	l.Free.Add(uintptr(f.perChunk-first) * f.blockSize)
 	if take {
 		return base, nil
 	}
@@ -429,7 +435,7 @@ func (f *FixedSize) pop(l *blockList) (fixedBlock, bool) {
 	}
 	b := l.blocks[n-1]
 	l.blocks = l.blocks[:n-1]
-	l.free.Add(^(f.blockSize - 1))
+	l.Free.Add(^(f.blockSize - 1))
 	return b, true
 }
 
@@ -441,27 +447,27 @@ func (f *FixedSize) popSettled(l *blockList) (fixedBlock, bool) {
 	}
 	b := l.set[n-1]
 	l.set = l.set[:n-1]
-	l.free.Add(^(f.blockSize - 1))
-	l.settled.Add(^(f.blockSize - 1))
+	l.Free.Add(^(f.blockSize - 1))
+	l.Settled.Add(^(f.blockSize - 1))
 	return b, true
 }
 
 // put files the free block b in l (l.mu held).
 func (f *FixedSize) put(l *blockList, b fixedBlock) {
-	if b.seq < l.cut {
+	if b.seq < l.Cut {
 		l.set = append(l.set, b)
-		l.settled.Add(f.blockSize)
+		l.Settled.Add(f.blockSize)
 	} else {
 		l.blocks = append(l.blocks, b)
 	}
-	l.free.Add(f.blockSize)
+	l.Free.Add(f.blockSize)
 }
 
 // freeBytes sums the free bytes of every list (a hint while others work).
 func (f *FixedSize) freeBytes() uintptr {
 	var n uintptr
-	for _, l := range f.eng.allLists() {
-		n += l.free.Load()
+	for _, l := range f.eng.AllLists() {
+		n += l.Free.Load()
 	}
 	return n
 }
@@ -490,10 +496,10 @@ func (f *FixedSize) allocate(stream Stream) (uintptr, error) {
 	}
 	if stream == DefaultStream || stream == cudart.LegacyDefaultStream {
 		// The fast path: the default stream's list in this shard.
-		if l := f.eng.def.shards[currentP()&f.eng.mask].Load(); l != nil {
-			l.mu.Lock()
+		if l := f.eng.DefaultShard(); l != nil {
+			l.Mu.Lock()
 			b, ok := f.pop(l)
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			if ok {
 				return f.publish(b)
 			}
@@ -511,56 +517,56 @@ func (f *FixedSize) allocateList(stream Stream) (uintptr, error) {
 		defer runtime.UnlockOSThread()
 	}
 	for {
-		sl, err := f.eng.lookup(stream)
+		sl, err := f.eng.Lookup(stream)
 		if err != nil {
 			return 0, err
 		}
-		f.eng.maybeSettle(sl, stream)
-		l := f.eng.list(sl, f.eng.shard())
-		l.mu.Lock()
+		f.eng.MaybeSettle(sl, stream)
+		l := f.eng.List(sl, f.eng.Shard())
+		l.Mu.Lock()
 		b, ok := f.pop(l)
-		l.mu.Unlock()
+		l.Mu.Unlock()
 		if ok {
 			return f.publish(b)
 		}
-		if p, err := f.allocateSlow(stream, sl, l); err != errRetry {
+		if p, err := f.allocateSlow(stream, sl, l); err != streamorder.ErrRetry {
 			return p, err
 		}
 	}
 }
 
 // allocateSlow serves a request its own list could not, in the order of
-// the pool's (see heap.allocateSlow): the stream's other shards, ordered
-// blocks of other streams, growth, and after a failed growth a device
-// synchronization.
-func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *blockList) (uintptr, error) {
-	st := sl.st
+// the pool's heap (core/internal/heap, allocateSlow): the stream's other
+// shards, ordered blocks of other streams, growth, and after a failed
+// growth a device synchronization.
+func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own *blockList) (uintptr, error) {
+	st := sl.St
 	var growErr error // set once the device was synchronized after growth failed
 	for {
 		gen := f.gen.Load()
-		for i := range sl.shards {
-			l := sl.shards[i].Load()
-			if l == nil || l == own || l.free.Load() == 0 {
+		for i := range sl.Shards {
+			l := sl.Shards[i].Load()
+			if l == nil || l == own || l.Free.Load() == 0 {
 				continue
 			}
-			l.mu.Lock()
+			l.Mu.Lock()
 			b, ok := f.pop(l)
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			if ok {
 				return f.publish(b)
 			}
 		}
-		ls := f.eng.allLists()
-		f.eng.wantOthers(ls, st, true)
+		ls := f.eng.AllLists()
+		f.eng.WantOthers(ls, st, true)
 		for _, l := range ls {
-			if l.st == st {
+			if l.St == st {
 				continue
 			}
-			durable := l.st.durable()
-			if durable && l.free.Load() == 0 || !durable && l.settled.Load() == 0 {
+			durable := l.St.Durable()
+			if durable && l.Free.Load() == 0 || !durable && l.Settled.Load() == 0 {
 				continue
 			}
-			l.mu.Lock()
+			l.Mu.Lock()
 			var b fixedBlock
 			var ok bool
 			if durable {
@@ -569,27 +575,27 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 				b, ok = f.popSettled(l)
 			}
 			if ok {
-				l.st.inflight.Add(1)
+				l.St.Inflight.Add(1)
 			}
-			l.mu.Unlock()
+			l.Mu.Unlock()
 			if !ok {
 				continue
 			}
-			err := f.eng.orderAfter(s, st, l.st, b.seq)
+			err := f.eng.OrderAfter(s, st, l.St, b.seq)
 			if err != nil {
 				f.push(l, b)
 			}
-			l.st.inflight.Add(-1) // after push: l stays in the engine till then
+			l.St.Inflight.Add(-1) // after push: l stays in the engine till then
 			if err != nil {
 				return 0, err
 			}
 			return f.publish(b)
 		}
-		f.eng.wantOthers(ls, st, false)
-		if f.eng.needSweep() {
-			ls := f.eng.lockAll()
-			f.eng.sweep(ls, own)
-			unlockAll(ls)
+		f.eng.WantOthers(ls, st, false)
+		if f.eng.NeedSweep() {
+			ls := f.eng.LockAll()
+			f.eng.Sweep(ls, own)
+			streamorder.UnlockAll(ls)
 		}
 		if growErr != nil {
 			return 0, growErr
@@ -602,14 +608,14 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 			}
 			continue
 		}
-		own.mu.Lock()
-		if own.retired {
-			own.mu.Unlock()
+		own.Mu.Lock()
+		if own.Retired {
+			own.Mu.Unlock()
 			f.growMu.Unlock()
-			return 0, errRetry
+			return 0, streamorder.ErrRetry
 		}
 		ptr, err := f.growLocked(s, own, true)
-		own.mu.Unlock()
+		own.Mu.Unlock()
 		if err != nil {
 			f.growMu.Unlock()
 			if !errors.Is(err, ErrOutOfMemory) || f.freeBytes() == 0 {
@@ -617,7 +623,7 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 			}
 			// Blocks are free, but not ordered before this stream: after a
 			// device synchronization all of them are.
-			if serr := f.eng.synchronize(); serr != nil {
+			if serr := f.eng.Synchronize(); serr != nil {
 				return 0, errors.Join(err, serr)
 			}
 			growErr = err
@@ -627,16 +633,16 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamLists[blockList], own *bloc
 		f.growMu.Unlock()
 		// The chunk's other blocks are fresh in own's list: settle them,
 		// so that other streams need not grow too.
-		f.eng.settleNow(sl, s, true)
+		f.eng.SettleNow(sl, s, true)
 		return ptr, nil
 	}
 }
 
 // push returns a block to l.
 func (f *FixedSize) push(l *blockList, b fixedBlock) {
-	l.mu.Lock()
+	l.Mu.Lock()
 	f.put(l, b)
-	l.mu.Unlock()
+	l.Mu.Unlock()
 }
 
 // Deallocate returns a block in stream order on stream. bytes must be what
@@ -671,12 +677,12 @@ func (f *FixedSize) deallocate(stream Stream, ptr uintptr) error {
 		return f.errNotLive(ptr)
 	}
 	// The fast path: the default stream never settles (cut is 0).
-	sl := f.eng.def
-	if l := sl.shards[currentP()&f.eng.mask].Load(); l != nil {
-		l.mu.Lock()
-		l.blocks = append(l.blocks, fixedBlock{sl.st.epoch.Load(), c.id, uint32(i)})
-		l.free.Add(f.blockSize)
-		l.mu.Unlock()
+	sl := f.eng.Default()
+	if l := f.eng.DefaultShard(); l != nil {
+		l.Mu.Lock()
+		l.blocks = append(l.blocks, fixedBlock{sl.St.Epoch.Load(), c.id, uint32(i)})
+		l.Free.Add(f.blockSize)
+		l.Mu.Unlock()
 		return nil
 	}
 	return f.putFreed(stream, sl, c, i)
@@ -692,7 +698,7 @@ func (f *FixedSize) deallocateList(stream Stream, ptr uintptr) error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	sl, err := f.eng.lookup(stream)
+	sl, err := f.eng.Lookup(stream)
 	if err != nil {
 		return err
 	}
@@ -707,24 +713,24 @@ func (f *FixedSize) deallocateList(stream Stream, ptr uintptr) error {
 // of stream (sl, its lists, looked up during this call). When the stream
 // is swept meanwhile and cannot be looked up again, the block is marked
 // allocated again and the error returned.
-func (f *FixedSize) putFreed(stream Stream, sl *streamLists[blockList], c *fixedChunk, i uintptr) error {
+func (f *FixedSize) putFreed(stream Stream, sl *streamorder.Lists[blockList], c *fixedChunk, i uintptr) error {
 	for {
-		l := f.eng.list(sl, f.eng.shard())
-		l.mu.Lock()
-		if !l.retired {
-			f.put(l, fixedBlock{sl.st.epoch.Load(), c.id, uint32(i)})
-			batch := l.noteFreed(f.blockSize, f.chunkBytes) && f.eng.shared()
-			l.mu.Unlock()
+		l := f.eng.List(sl, f.eng.Shard())
+		l.Mu.Lock()
+		if !l.Retired {
+			f.put(l, fixedBlock{sl.St.Epoch.Load(), c.id, uint32(i)})
+			batch := l.NoteFreed(f.blockSize, f.chunkBytes) && f.eng.Shared()
+			l.Mu.Unlock()
 			if batch {
-				f.eng.want(sl.st)
+				f.eng.Want(sl.St)
 			}
 			// A record made now covers this free too.
-			f.eng.maybeSettle(sl, stream)
+			f.eng.MaybeSettle(sl, stream)
 			return nil
 		}
-		l.mu.Unlock()
+		l.Mu.Unlock()
 		var err error
-		if sl, err = f.eng.lookup(stream); err != nil {
+		if sl, err = f.eng.Lookup(stream); err != nil {
 			f.setUsed(c, i)
 			return err
 		}
@@ -769,11 +775,11 @@ func (f *FixedSize) Close() error {
 		return nil
 	}
 	f.growMu.Lock()
-	ls := f.eng.lockAll()
+	ls := f.eng.LockAll()
 	for _, l := range ls {
 		l.blocks, l.set = nil, nil
-		l.free.Store(0)
-		l.settled.Store(0)
+		l.Free.Store(0)
+		l.Settled.Store(0)
 	}
 	f.chunkMu.Lock()
 	cs := f.chunks
@@ -781,7 +787,7 @@ func (f *FixedSize) Close() error {
 	f.index.dirs.Store(&fixedDirs{})
 	f.byID.Store(&[]*fixedChunk{})
 	f.chunkMu.Unlock()
-	unlockAll(ls)
+	streamorder.UnlockAll(ls)
 	f.growMu.Unlock()
 	var errs []error
 	if len(cs) > 0 {
@@ -794,6 +800,6 @@ func (f *FixedSize) Close() error {
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}
-	errs = append(errs, f.eng.close())
+	errs = append(errs, f.eng.Close())
 	return errors.Join(errs...)
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
 const kindLimiting = "limiting"
@@ -76,7 +78,7 @@ func (l *Limiting) allocate(s Stream, bytes, alignment uintptr, sync bool) (uint
 	if bytes == 0 {
 		return 0, zeroRequest(kindLimiting, alignment)
 	}
-	charge, ok := AlignUp(bytes, l.alignment)
+	charge, ok := addr.AlignUp(bytes, l.alignment)
 	if !ok || charge > l.limit {
 		return 0, l.exceeded(bytes, l.allocated.Load())
 	}
@@ -119,7 +121,7 @@ func (l *Limiting) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool
 	if err := upDeallocate(l.upstream, s, ptr, bytes, alignment, sync); err != nil {
 		return err // the memory was not freed: it stays charged
 	}
-	charge, _ := AlignUp(bytes, l.alignment)
+	charge, _ := addr.AlignUp(bytes, l.alignment)
 	for {
 		// A size larger than was allocated (a caller's mistake) must not
 		// wrap the counter around and refuse every later allocation.

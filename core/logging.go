@@ -9,9 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-
-	"github.com/rmmgo/rmmgo/cudart"
 	"time"
+
+	"github.com/rmmgo/rmmgo/core/eventlog"
+	"github.com/rmmgo/rmmgo/cudart"
 )
 
 const kindLogging = "logging"
@@ -36,7 +37,7 @@ type LoggingOptions struct {
 
 // Logging is RMM's logging_resource_adaptor: it writes every allocation and
 // deallocation through it to a CSV event log in RMM's format (see
-// EventLogHeader), which RMM's replay benchmark and cmd/rmmgo-replay read.
+// package eventlog), which RMM's replay benchmark and cmd/rmmgo-replay read.
 //
 // An allocation is logged after it succeeded ("allocate" with its pointer)
 // or failed ("allocate failure" with "(nil)"; the error is then returned); a
@@ -96,7 +97,7 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 		l.file, l.fileName, l.target = f, name, f
 	}
 	l.buf = bufio.NewWriterSize(l.target, 64*1024)
-	l.buf.WriteString(EventLogHeader + "\n")
+	l.buf.WriteString(eventlog.Header + "\n")
 	if err := l.buf.Flush(); err != nil {
 		if l.file != nil {
 			l.file.Close()
@@ -111,7 +112,7 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 func (l *Logging) FileName() string { return l.fileName }
 
 // Header returns the log's header line, without its newline.
-func (l *Logging) Header() string { return EventLogHeader }
+func (l *Logging) Header() string { return eventlog.Header }
 
 // Upstream returns the resource Logging allocates from.
 func (l *Logging) Upstream() Resource { return l.upstream }
@@ -171,10 +172,10 @@ func (l *Logging) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintp
 		p, err = upAllocate(l.upstream, s, bytes, alignment, sync)
 	}
 	if err != nil {
-		l.log(ActionAllocateFailure, 0, bytes, s)
+		l.log(eventlog.ActionAllocateFailure, 0, bytes, s)
 		return 0, err
 	}
-	l.log(ActionAllocate, p, bytes, s)
+	l.log(eventlog.ActionAllocate, p, bytes, s)
 	return p, nil
 }
 
@@ -190,7 +191,7 @@ func (l *Logging) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	l.log(ActionFree, ptr, bytes, s)
+	l.log(eventlog.ActionFree, ptr, bytes, s)
 	if ptr == 0 || bytes == 0 {
 		return nil
 	}
@@ -199,13 +200,13 @@ func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool)
 
 // log formats a row on the stack and appends it to the buffer under the
 // lock.
-func (l *Logging) log(a EventAction, ptr, bytes uintptr, s Stream) {
+func (l *Logging) log(a eventlog.Action, ptr, bytes uintptr, s Stream) {
 	if l.closed.Load() {
 		return
 	}
-	e := Event{
+	e := eventlog.Event{
 		Thread:  uint64(syscall.Gettid()),
-		Time:    TimeOfDay(time.Now()),
+		Time:    eventlog.TimeOfDay(time.Now()),
 		Action:  a,
 		Pointer: ptr,
 		Size:    bytes,

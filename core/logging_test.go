@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/core/eventlog"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -44,7 +46,7 @@ func logLines(t *testing.T, s string) []string {
 	t.Helper()
 	require.True(t, strings.HasSuffix(s, "\n"), "the log ends with a newline")
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	require.Equal(t, EventLogHeader, lines[0])
+	require.Equal(t, eventlog.Header, lines[0])
 	for _, l := range lines[1:] {
 		require.Regexp(t, rowRE, l)
 	}
@@ -67,11 +69,11 @@ func TestLoggingRows(t *testing.T) {
 	var buf syncBuffer
 	l, err := NewLogging(up, LoggingOptions{Writer: &buf})
 	require.NoError(t, err)
-	assert.Equal(t, EventLogHeader+"\n", buf.String(), "the header is written at once")
+	assert.Equal(t, eventlog.Header+"\n", buf.String(), "the header is written at once")
 	assert.Empty(t, l.FileName())
-	assert.Equal(t, EventLogHeader, l.Header())
+	assert.Equal(t, eventlog.Header, l.Header())
 
-	before := TimeOfDay(time.Now())
+	before := eventlog.TimeOfDay(time.Now())
 	p, err := l.Allocate(Stream(0x5581a0c3e010), 1000, DefaultAlignment)
 	require.NoError(t, err)
 	q, err := l.AllocateSync(1, DefaultAlignment)
@@ -83,9 +85,9 @@ func TestLoggingRows(t *testing.T) {
 	z, err := l.Allocate(DefaultStream, 0, DefaultAlignment)
 	require.NoError(t, err)
 	require.NoError(t, l.Deallocate(DefaultStream, z, 0, DefaultAlignment))
-	after := TimeOfDay(time.Now())
+	after := eventlog.TimeOfDay(time.Now())
 
-	assert.Equal(t, EventLogHeader+"\n", buf.String(), "rows are buffered until Flush")
+	assert.Equal(t, eventlog.Header+"\n", buf.String(), "rows are buffered until Flush")
 	require.NoError(t, l.Flush())
 	lines := logLines(t, buf.String())
 	hex := func(v uintptr) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
@@ -103,8 +105,9 @@ func TestLoggingRows(t *testing.T) {
 		f := strings.SplitN(l, ",", 3)
 		assert.Equal(t, tid, f[0], "Thread is the OS thread id")
 		assert.Equal(t, want[i], f[2])
-		ts, err := parseTimeOfDay(f[1])
+		row, err := eventlog.Read(strings.NewReader(eventlog.Header + "\n" + l))
 		require.NoError(t, err)
+		ts := row[0].Time
 		if after > before { // not across midnight
 			assert.True(t, ts >= before.Truncate(time.Microsecond) && ts <= after, "time %v in [%v, %v]", ts, before, after)
 		}
@@ -177,7 +180,7 @@ func TestLoggingEnvironment(t *testing.T) {
 	require.NoError(t, l.Close())
 	data, err := os.ReadFile(name)
 	require.NoError(t, err)
-	assert.Equal(t, EventLogHeader+"\n", string(data))
+	assert.Equal(t, eventlog.Header+"\n", string(data))
 
 	t.Setenv(EnvLogFile, "")
 	_, err = NewLogging(newFake(), LoggingOptions{})
@@ -244,19 +247,19 @@ func TestLoggingConcurrentRowsNeverInterleave(t *testing.T) {
 	require.NoError(t, err)
 	n := hammer(t, l, hammerOptions{sync: true, streams: []Stream{0, 1, 0x7f00deadbeef}})
 	require.NoError(t, l.Close())
-	events, err := ReadEventLog(strings.NewReader(buf.String()))
+	events, err := eventlog.Read(strings.NewReader(buf.String()))
 	require.NoError(t, err)
 	logLines(t, buf.String())
 	var allocs, frees int64
 	live := map[uintptr]uintptr{}
 	for i, e := range events {
 		switch e.Action {
-		case ActionAllocate:
+		case eventlog.ActionAllocate:
 			allocs++
 			_, dup := live[e.Pointer]
 			require.False(t, dup, "row %d: %#x allocated twice without a free between", i, e.Pointer)
 			live[e.Pointer] = e.Size
-		case ActionFree:
+		case eventlog.ActionFree:
 			frees++
 			size, ok := live[e.Pointer]
 			require.True(t, ok, "row %d: free of %#x before its allocate", i, e.Pointer)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/heap"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -61,7 +63,7 @@ type Pool struct {
 	rt       cudart.Runtime
 	dev      int
 	maxSize  uintptr // 0: no maximum
-	h        heap
+	h        heap.Heap
 
 	closed  atomic.Bool
 	closeMu sync.Mutex
@@ -93,15 +95,15 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 		if err != nil {
 			return nil, cudaError(kindPool+": reading the free device memory", err)
 		}
-		initial = AlignDown(uintptr(free/2), DefaultAlignment)
+		initial = addr.AlignDown(uintptr(free/2), DefaultAlignment)
 		if maxSize != 0 && initial > maxSize {
 			initial = maxSize
 		}
 	}
-	if !IsAligned(initial, DefaultAlignment) {
+	if !addr.IsAligned(initial, DefaultAlignment) {
 		return nil, fmt.Errorf("%s: %w: the initial pool size (%d bytes) must be a multiple of 256 bytes", kindPool, ErrInvalidArgument, initial)
 	}
-	if !IsAligned(maxSize, DefaultAlignment) {
+	if !addr.IsAligned(maxSize, DefaultAlignment) {
 		return nil, fmt.Errorf("%s: %w: the maximum pool size (%d bytes) must be a multiple of 256 bytes", kindPool, ErrInvalidArgument, maxSize)
 	}
 	if maxSize != 0 && initial > maxSize {
@@ -112,14 +114,13 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 		return nil, cudaError(kindPool, err)
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
-	p.h.init(kindPool, r, p.grow)
-	p.h.mags = true
+	p.h.Init(kindPool, r, p.grow, true)
 	if initial > 0 {
 		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
-		p.h.addChunk(nil, ptr, initial)
+		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
 }
@@ -127,7 +128,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 // grow takes a new chunk for a request of size bytes on stream s from the
 // upstream, following RMM's growth policy.
 func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
-	cur := p.h.size.Load()
+	cur := p.h.Size()
 	try := p.sizeToGrow(size, cur)
 	for try >= size {
 		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
@@ -137,7 +138,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 		if try == size {
 			return 0, 0, fmt.Errorf("%s: %w: Maximum pool size exceeded (failed to allocate %s): %w", kindPool, ErrOutOfMemory, formatBytes(size), err)
 		}
-		try = max(size, AlignDown(try/2, DefaultAlignment))
+		try = max(size, addr.AlignDown(try/2, DefaultAlignment))
 	}
 	maxText := formatBytes(p.maxSize)
 	if p.maxSize == 0 {
@@ -158,7 +159,7 @@ func (p *Pool) sizeToGrow(size, cur uintptr) uintptr {
 		if size > rem {
 			return 0
 		}
-		return max(size, AlignDown(rem/2, DefaultAlignment))
+		return max(size, addr.AlignDown(rem/2, DefaultAlignment))
 	}
 	if cur > size {
 		return cur
@@ -201,7 +202,7 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	return p.h.allocate(stream, size)
+	return p.h.Allocate(stream, size)
 }
 
 // Deallocate returns memory to the pool, in stream order on stream: work
@@ -227,7 +228,7 @@ func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	return p.h.deallocate(stream, ptr, size)
+	return p.h.Deallocate(stream, ptr, size)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it, so the
@@ -274,12 +275,12 @@ func (p *Pool) Upstream() Resource { return p.upstream }
 func (p *Pool) Device() int { return p.dev }
 
 // PoolSize returns the bytes the pool holds from its upstream.
-func (p *Pool) PoolSize() uintptr { return p.h.size.Load() }
+func (p *Pool) PoolSize() uintptr { return p.h.Size() }
 
 // UsedBytes returns the bytes handed out and not yet deallocated (rounded
 // to 256 each). While other goroutines allocate it is a snapshot.
 func (p *Pool) UsedBytes() uintptr {
-	size, free := p.h.size.Load(), p.h.freeBytes()
+	size, free := p.h.Size(), p.h.FreeBytes()
 	if free > size {
 		return 0
 	}
@@ -293,11 +294,11 @@ func (p *Pool) Release() error {
 	if p.closed.Load() {
 		return errClosed(kindPool)
 	}
-	return p.giveBack(p.h.releaseChunks(false))
+	return p.giveBack(p.h.ReleaseChunks(false))
 }
 
 // giveBack synchronizes the device and returns chunks to the upstream.
-func (p *Pool) giveBack(cs []*chunk) error {
+func (p *Pool) giveBack(cs []heap.Span) error {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -306,8 +307,8 @@ func (p *Pool) giveBack(cs []*chunk) error {
 		errs = append(errs, cudaError(kindPool+": synchronizing before returning memory upstream", err))
 	}
 	for _, c := range cs {
-		if err := p.upstream.Deallocate(DefaultStream, c.base, c.size, DefaultAlignment); err != nil {
-			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.size, c.base, err))
+		if err := p.upstream.Deallocate(DefaultStream, c.Base, c.Size, DefaultAlignment); err != nil {
+			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.Size, c.Base, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -322,8 +323,8 @@ func (p *Pool) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	err := p.giveBack(p.h.releaseChunks(true))
-	return errors.Join(err, p.h.eng.close())
+	err := p.giveBack(p.h.ReleaseChunks(true))
+	return errors.Join(err, p.h.Close())
 }
 
 func errClosed(kind string) error { return fmt.Errorf("%s: %w", kind, ErrClosed) }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
 // oneShard builds a resource with a single shard, so that a test's frees
@@ -49,7 +51,7 @@ func TestPoolOptions(t *testing.T) {
 		p, err := NewPool(up, PoolOptions{InitialSize: SizeDefault, MaximumSize: SizeDefault})
 		require.NoError(t, err)
 		defer p.Close()
-		want := AlignDown(uintptr(free/2), 256)
+		want := addr.AlignDown(uintptr(free/2), 256)
 		// Other memory may come and go meanwhile on a real GPU.
 		assert.InDelta(t, float64(want), float64(p.PoolSize()), float64(want)/10, "half the free memory")
 		assert.Zero(t, p.PoolSize()%256)

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -62,7 +63,7 @@ func (s *SAMHeadroom) deviceShare(free uint64, bytes uintptr) uintptr {
 	if room > uint64(bytes) {
 		room = uint64(bytes)
 	}
-	return AlignDown(uintptr(room), DefaultAlignment)
+	return addr.AlignDown(uintptr(room), DefaultAlignment)
 }
 
 // Allocate returns bytes of system memory, advised as the type describes.

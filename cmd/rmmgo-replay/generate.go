@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/core/eventlog"
 )
 
 // genConfig describes a synthetic workload.
@@ -29,7 +30,7 @@ type genAlloc struct {
 // sometimes another thread's. Most threads allocate on a stream of their
 // own, the others on the default stream. One small allocation in 200 is
 // never freed (a leak the replay reports).
-func generate(cfg genConfig) []core.Event {
+func generate(cfg genConfig) []eventlog.Event {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	threads := max(1, cfg.Threads)
 	tids := make([]uint64, threads)
@@ -62,13 +63,13 @@ func generate(cfg genConfig) []core.Event {
 			return logUniform(4<<20, large)
 		}
 	}
-	events := make([]core.Event, 0, cfg.Events)
+	events := make([]eventlog.Event, 0, cfg.Events)
 	for len(events) < cfg.Events {
 		t := float64(len(events)) / float64(max(1, cfg.Events))
 		target := float64(cfg.PeakLive) * 0.5 * (1 - math.Cos(4*math.Pi*t))
 		k := rng.IntN(threads)
 		clock += time.Duration(1+rng.IntN(40)) * time.Microsecond
-		e := core.Event{Thread: tids[k], Time: clock}
+		e := eventlog.Event{Thread: tids[k], Time: clock}
 
 		// Pick what to free: this thread's, or sometimes another's.
 		from := k
@@ -81,7 +82,7 @@ func generate(cfg genConfig) []core.Event {
 				owned[from][j] = owned[from][len(owned[from])-1]
 				owned[from] = owned[from][:len(owned[from])-1]
 				liveBytes -= uint64(a.size)
-				e.Action, e.Pointer, e.Size, e.Stream = core.ActionFree, a.ptr, a.size, a.stream
+				e.Action, e.Pointer, e.Size, e.Stream = eventlog.ActionFree, a.ptr, a.size, a.stream
 				events = append(events, e)
 				continue
 			}
@@ -94,7 +95,7 @@ func generate(cfg genConfig) []core.Event {
 		nextPtr += (n + 0x1ff) &^ 0xff
 		owned[k] = append(owned[k], a)
 		liveBytes += uint64(n)
-		e.Action, e.Pointer, e.Size, e.Stream = core.ActionAllocate, a.ptr, a.size, a.stream
+		e.Action, e.Pointer, e.Size, e.Stream = eventlog.ActionAllocate, a.ptr, a.size, a.stream
 		events = append(events, e)
 	}
 	return events

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/core/eventlog"
 	"github.com/rmmgo/rmmgo/cudart"
 	_ "github.com/rmmgo/rmmgo/cudart/sim" // the simulated device, for RMMGO_BACKEND=simulated
 )
@@ -234,25 +235,25 @@ func replayMain(o *options, out io.Writer) error {
 	return nil
 }
 
-func writeLog(path string, events []core.Event) error {
+func writeLog(path string, events []eventlog.Event) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := core.WriteEventLog(f, events); err != nil {
+	if err := eventlog.Write(f, events); err != nil {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()
 }
 
-func readLog(path string) ([]core.Event, error) {
+func readLog(path string) ([]eventlog.Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	events, err := core.ReadEventLog(f)
+	events, err := eventlog.Read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/core/eventlog"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -150,12 +151,12 @@ func workload(t *testing.T, path string, goroutines, ops int) int {
 	return len(leftover)
 }
 
-func readEvents(t *testing.T, path string) []core.Event {
+func readEvents(t *testing.T, path string) []eventlog.Event {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	events, err := core.ReadEventLog(f)
+	events, err := eventlog.Read(f)
 	require.NoError(t, err)
 	return events
 }
@@ -203,15 +204,15 @@ func TestRoundTrip(t *testing.T) {
 				}
 				require.Equal(t, w.Stream == 0, g.Stream == 0, "event %d: default stream stays default", i)
 				switch w.Action {
-				case core.ActionAllocate:
+				case eventlog.ActionAllocate:
 					ptrMap[w.Pointer] = g.Pointer
-				case core.ActionFree:
+				case eventlog.ActionFree:
 					require.Equal(t, ptrMap[w.Pointer], g.Pointer, "event %d: the free gets its allocation's memory", i)
 				}
 			}
 			assert.Len(t, threadMap, 4)
 			for _, g := range got[len(want):] {
-				assert.Equal(t, core.ActionFree, g.Action, "leaks are freed at the end")
+				assert.Equal(t, eventlog.ActionFree, g.Action, "leaks are freed at the end")
 			}
 		})
 	}
@@ -251,7 +252,7 @@ func TestEveryResource(t *testing.T) {
 	require.NoError(t, writeLog(log, events))
 	allocs := 0
 	for _, e := range events {
-		if e.Action == core.ActionAllocate {
+		if e.Action == eventlog.ActionAllocate {
 			allocs++
 		}
 	}
@@ -294,13 +295,13 @@ func TestGenerate(t *testing.T) {
 			assert.Greater(t, e.Time, a[i-1].Time, "time moves on")
 		}
 		switch e.Action {
-		case core.ActionAllocate:
+		case eventlog.ActionAllocate:
 			_, dup := live[e.Pointer]
 			require.False(t, dup)
 			live[e.Pointer] = e.Size
 			liveBytes += uint64(e.Size)
 			peak = max(peak, liveBytes)
-		case core.ActionFree:
+		case eventlog.ActionFree:
 			n, ok := live[e.Pointer]
 			require.True(t, ok, "event %d frees what was allocated", i)
 			require.Equal(t, n, e.Size)
@@ -313,8 +314,8 @@ func TestGenerate(t *testing.T) {
 	assert.NotEmpty(t, live, "some allocations leak")
 
 	var buf bytes.Buffer
-	require.NoError(t, core.WriteEventLog(&buf, a))
-	back, err := core.ReadEventLog(&buf)
+	require.NoError(t, eventlog.Write(&buf, a))
+	back, err := eventlog.Read(&buf)
 	require.NoError(t, err)
 	assert.Equal(t, a, back, "the generated log reads back as written")
 }

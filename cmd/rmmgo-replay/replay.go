@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/core/eventlog"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -90,7 +91,7 @@ type liveAlloc struct {
 type replayer struct {
 	rt      cudart.Runtime
 	rr      *replayResource
-	events  []core.Event
+	events  []eventlog.Event
 	streams map[core.Stream]core.Stream // logged stream -> real stream
 	dev     int
 
@@ -107,7 +108,7 @@ type replayer struct {
 }
 
 // replay runs events against rr and reports what happened.
-func replay(rt cudart.Runtime, rr *replayResource, events []core.Event) (*result, error) {
+func replay(rt cudart.Runtime, rr *replayResource, events []eventlog.Event) (*result, error) {
 	dev, err := rt.GetDevice()
 	if err != nil {
 		return nil, fmt.Errorf("reading the current device: %w", err)
@@ -240,11 +241,11 @@ func (rp *replayer) safeStep(i int) {
 func (rp *replayer) step(i int) {
 	e := rp.events[i]
 	switch {
-	case e.Action == core.ActionAllocateFailure:
+	case e.Action == eventlog.ActionAllocateFailure:
 		rp.res.LoggedFailures++
 	case e.Size == 0:
 		rp.res.ZeroByte++
-	case e.Action == core.ActionAllocate:
+	case e.Action == eventlog.ActionAllocate:
 		s := rp.streams[e.Stream]
 		t0 := time.Now()
 		p, err := rp.rr.top.Allocate(s, e.Size, core.DefaultAlignment)
@@ -266,7 +267,7 @@ func (rp *replayer) step(i int) {
 		rp.live[e.Pointer] = liveAlloc{p, e.Size, s}
 		rp.liveSum += uint64(e.Size)
 		rp.res.Allocs++
-	case e.Action == core.ActionFree:
+	case e.Action == eventlog.ActionFree:
 		a, ok := rp.live[e.Pointer]
 		if !ok {
 			if rp.failed[e.Pointer] {

@@ -1,6 +1,6 @@
 package core
 
-// Tests of the pool's magazines (deferred coalescing, magazine.go).
+// Tests of the pool's magazines (deferred coalescing, in package heap).
 
 import (
 	"errors"
@@ -10,20 +10,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/core/internal/heap"
 )
 
 // magHeld returns the blocks and bytes sitting in the magazines of h.
-func magHeld(h *heap) (blocks int, bytes uintptr) {
-	for _, l := range h.eng.allLists() {
-		l.mu.Lock()
-		if l.mag != nil {
-			blocks += l.mag.count
-			bytes += l.mag.bytes
-		}
-		l.mu.Unlock()
-	}
-	return blocks, bytes
-}
+func magHeld(h *heap.Heap) (blocks int, bytes uintptr) { return h.MagazineHeld() }
 
 // TestPoolMagazineInvalidFrees: a block waiting in a magazine is free: a
 // second free of it, or a free with another size, fails at once, also when
@@ -51,7 +43,7 @@ func TestPoolMagazineInvalidFrees(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, p.Deallocate(c.stream, x, c.size, 256))
 			n, _ := magHeld(&p.h)
-			if c.size <= magMaxUnits<<unitShift {
+			if c.size <= heap.MagazineMaxBlock {
 				require.Equal(t, 1, n, "the block waits in a magazine")
 			} else {
 				require.Zero(t, n, "too large for a magazine")
@@ -125,17 +117,17 @@ func TestPoolMagazineUsedBytes(t *testing.T) {
 			n, _ := magHeld(&p.h)
 			require.NotZero(t, n, "some frees wait in the magazine")
 			assert.Equal(t, size, p.PoolSize(), "a free never changes the pool size")
-			st := p.h.stats()
+			st := p.h.Stats()
 			n, _ = magHeld(&p.h)
 			assert.Zero(t, n, "stats flushes the magazines")
-			assert.Equal(t, size-want, st.freeBytes)
+			assert.Equal(t, size-want, st.FreeBytes)
 			assert.Equal(t, want, p.UsedBytes())
 			for i := 1; i < len(ptrs); i += 2 {
 				require.NoError(t, p.Deallocate(DefaultStream, ptrs[i], c.sizes[i], 256))
 			}
 			assert.Zero(t, p.UsedBytes())
-			st = p.h.stats()
-			assert.Equal(t, st.chunks, st.freeBlocks, "everything merged back into whole chunks")
+			st = p.h.Stats()
+			assert.Equal(t, st.Chunks, st.FreeBlocks, "everything merged back into whole chunks")
 		})
 	}
 }
@@ -463,18 +455,15 @@ func TestPoolMagazineRandomized(t *testing.T) {
 			// what each stream holds) the largest chunk serves one
 			// allocation of its whole size without growing: no block was
 			// lost in a magazine.
-			st := p.h.stats()
-			assert.Equal(t, p.PoolSize(), st.freeBytes)
+			st := p.h.Stats()
+			assert.Equal(t, p.PoolSize(), st.FreeBytes)
 			n, _ := magHeld(&p.h)
 			assert.Zero(t, n, "stats flushed every magazine")
 			if c.max != 0 {
 				assert.LessOrEqual(t, p.PoolSize(), c.max)
 			}
-			require.NoError(t, p.h.eng.synchronize())
-			var largest uintptr
-			for _, c := range p.h.chunks.Load().sorted {
-				largest = max(largest, c.size)
-			}
+			require.NoError(t, p.h.Synchronize())
+			largest := p.h.LargestChunk()
 			size := p.PoolSize()
 			x, err := p.Allocate(DefaultStream, largest, 256)
 			require.NoError(t, err)
@@ -500,62 +489,3 @@ func TestArenaGlobalHeapNoMagazine(t *testing.T) {
 
 // up256 rounds n up to 256 bytes, as the pool does.
 func up256(n uintptr) uintptr { return (n + 255) &^ 255 }
-
-// TestSlotWords: the slot words round-trip, and a word that does not hold
-// the size (a node id of 2^23 or more in a leaf, a block of 4 GiB or more
-// in a big slot) makes claim read the node: a right size frees, a wrong
-// one is refused and leaves the block live.
-func TestSlotWords(t *testing.T) {
-	for _, c := range []struct {
-		id       int32
-		size     uintptr
-		wantSize uintptr // 0: not packed
-	}{
-		{1, 256, 256},
-		{1<<23 - 1, 255 << 8, 255 << 8},
-		{1 << 23, 256, 0},
-		{1<<31 - 1, 4096, 0},
-	} {
-		var x relaxedUint32
-		x.Store(leafWord(c.id, c.size))
-		id, size := slotRef{leaf: &x, w: uint64(x.Load())}.decode()
-		assert.Equal(t, c.id, id, "leaf id %d", c.id)
-		assert.Equal(t, c.wantSize, size, "leaf size %d", c.size)
-	}
-	for _, c := range []struct {
-		id       int32
-		size     uintptr
-		wantSize uintptr
-	}{
-		{7, bigBlock, bigBlock},
-		{1<<31 - 1, 1 << 30, 1 << 30},
-		{3, 4 << 30, 0},
-	} {
-		addr := uintptr(0x7f0000000000) + 5<<unitShift
-		w := bigWord(c.id, c.size, addr)
-		assert.Equal(t, uint64(5), w>>56, "the block's unit in its region")
-		id, size := slotRef{big: new(relaxedUint64), w: w}.decode()
-		assert.Equal(t, c.id, id)
-		assert.Equal(t, c.wantSize, size)
-	}
-	for _, n := range []uintptr{4096, 128 << 10} {
-		up := newCountingUpstream(t)
-		p, err := NewPool(up, PoolOptions{InitialSize: 1 << 20})
-		require.NoError(t, err)
-		x, err := p.Allocate(DefaultStream, n, 256)
-		require.NoError(t, err)
-		// Put the word back without its size, as for a large id or block.
-		c := p.h.chunks.Load().find(x)
-		r := c.lookup(x, n >= bigBlock)
-		id, _ := r.decode()
-		if r.big != nil {
-			r.big.Store(uint64(uint32(id)) | uint64(x>>unitShift&(leafSlots-1))<<56)
-		} else {
-			r.leaf.Store(uint32(id))
-		}
-		requireIs(t, p.Deallocate(DefaultStream, x, n+256, 256), ErrInvalidArgument)
-		require.NoError(t, p.Deallocate(DefaultStream, x, n, 256))
-		requireIs(t, p.Deallocate(DefaultStream, x, n, 256), ErrInvalidPointer)
-		require.NoError(t, p.Close())
-	}
-}

@@ -1,4 +1,4 @@
-package core
+package eventlog_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/core/eventlog"
 )
 
 // rmmLog is written by hand in the exact format of RMM's
@@ -23,22 +26,22 @@ const rmmLog = `Thread,Time,Action,Pointer,Size,Stream
 `
 
 func TestReadRMMEventLog(t *testing.T) {
-	events, err := ReadEventLog(strings.NewReader(rmmLog))
+	events, err := eventlog.Read(strings.NewReader(rmmLog))
 	require.NoError(t, err)
 	at := func(h, m, s, us int) time.Duration {
 		return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second + time.Duration(us)*time.Microsecond
 	}
-	want := []Event{
-		{Thread: 140201740371968, Time: at(14, 3, 27, 41325), Action: ActionAllocate, Pointer: 0x7f8a3c000000, Size: 1000000, Stream: 0},
-		{Thread: 140201740371968, Time: at(14, 3, 27, 41511), Action: ActionFree, Pointer: 0x7f8a3c000000, Size: 1000000, Stream: 0x5581a0c3e010},
-		{Thread: 140201731979264, Time: at(14, 3, 27, 41602), Action: ActionAllocateFailure, Pointer: 0, Size: 4294967296, Stream: 1},
-		{Thread: 140201731979264, Time: at(23, 59, 59, 999999), Action: ActionAllocate, Pointer: 0x7f8a3c000100, Size: 0, Stream: 2},
+	want := []eventlog.Event{
+		{Thread: 140201740371968, Time: at(14, 3, 27, 41325), Action: eventlog.ActionAllocate, Pointer: 0x7f8a3c000000, Size: 1000000, Stream: 0},
+		{Thread: 140201740371968, Time: at(14, 3, 27, 41511), Action: eventlog.ActionFree, Pointer: 0x7f8a3c000000, Size: 1000000, Stream: 0x5581a0c3e010},
+		{Thread: 140201731979264, Time: at(14, 3, 27, 41602), Action: eventlog.ActionAllocateFailure, Pointer: 0, Size: 4294967296, Stream: 1},
+		{Thread: 140201731979264, Time: at(23, 59, 59, 999999), Action: eventlog.ActionAllocate, Pointer: 0x7f8a3c000100, Size: 0, Stream: 2},
 	}
 	assert.Equal(t, want, events)
 
 	// Written back, the log is byte for byte what RMM wrote.
 	var buf bytes.Buffer
-	require.NoError(t, WriteEventLog(&buf, events))
+	require.NoError(t, eventlog.Write(&buf, events))
 	assert.Equal(t, rmmLog, buf.String())
 }
 
@@ -50,12 +53,12 @@ func TestReadEventLogVariants(t *testing.T) {
 		"\r\n" +
 		"256,free,0x1000,12345,7,y\r\n" +
 		"9,allocate failure,0x0,(nil),8,z\r\n"
-	events, err := ReadEventLog(strings.NewReader(log))
+	events, err := eventlog.Read(strings.NewReader(log))
 	require.NoError(t, err)
-	assert.Equal(t, []Event{
-		{Thread: 7, Action: ActionAllocate, Pointer: 0x1000, Size: 256},
-		{Thread: 7, Action: ActionFree, Pointer: 0x1000, Size: 256, Stream: 12345},
-		{Thread: 8, Action: ActionAllocateFailure, Size: 9},
+	assert.Equal(t, []eventlog.Event{
+		{Thread: 7, Action: eventlog.ActionAllocate, Pointer: 0x1000, Size: 256},
+		{Thread: 7, Action: eventlog.ActionFree, Pointer: 0x1000, Size: 256, Stream: 12345},
+		{Thread: 8, Action: eventlog.ActionAllocateFailure, Size: 9},
 	}, events)
 }
 
@@ -63,25 +66,25 @@ func TestReadEventLogErrors(t *testing.T) {
 	tests := []struct{ name, log, want string }{
 		{"empty", "", "empty"},
 		{"no Size column", "Thread,Time,Action,Pointer,Stream\n", "no Size column"},
-		{"bad action", EventLogHeader + "\n1,00:00:00.000001,alloc,0x100,1,0\n", "line 2: unknown action"},
-		{"bad pointer", EventLogHeader + "\n1,00:00:00.000001,allocate,0xZZ,1,0\n", "pointer"},
-		{"bad size", EventLogHeader + "\n1,00:00:00.000001,allocate,0x100,-1,0\n", "size"},
-		{"bad thread", EventLogHeader + "\n1,00:00:00.000001,allocate,0x100,1,0\nx,00:00:00.000001,allocate,0x100,1,0\n", "line 3: thread"},
-		{"bad time", EventLogHeader + "\n1,00:99:00.000001,allocate,0x100,1,0\n", "time"},
-		{"bad stream", EventLogHeader + "\n1,00:00:00.000001,allocate,0x100,1,0xg\n", "stream"},
-		{"short row", EventLogHeader + "\n1,00:00:00.000001,allocate\n", "fields"},
+		{"bad action", eventlog.Header + "\n1,00:00:00.000001,alloc,0x100,1,0\n", "line 2: unknown action"},
+		{"bad pointer", eventlog.Header + "\n1,00:00:00.000001,allocate,0xZZ,1,0\n", "pointer"},
+		{"bad size", eventlog.Header + "\n1,00:00:00.000001,allocate,0x100,-1,0\n", "size"},
+		{"bad thread", eventlog.Header + "\n1,00:00:00.000001,allocate,0x100,1,0\nx,00:00:00.000001,allocate,0x100,1,0\n", "line 3: thread"},
+		{"bad time", eventlog.Header + "\n1,00:99:00.000001,allocate,0x100,1,0\n", "time"},
+		{"bad stream", eventlog.Header + "\n1,00:00:00.000001,allocate,0x100,1,0xg\n", "stream"},
+		{"short row", eventlog.Header + "\n1,00:00:00.000001,allocate\n", "fields"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadEventLog(strings.NewReader(tc.log))
-			require.ErrorIs(t, err, ErrInvalidArgument)
+			_, err := eventlog.Read(strings.NewReader(tc.log))
+			require.ErrorIs(t, err, core.ErrInvalidArgument)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }
 
 func TestEventLogReaderStreams(t *testing.T) {
-	lr, err := NewEventLogReader(strings.NewReader(rmmLog))
+	lr, err := eventlog.NewReader(strings.NewReader(rmmLog))
 	require.NoError(t, err)
 	n := 0
 	for {
@@ -96,31 +99,31 @@ func TestEventLogReaderStreams(t *testing.T) {
 }
 
 func TestEventFormatting(t *testing.T) {
-	e := Event{Thread: 42, Time: 3*time.Hour + 4*time.Minute + 5*time.Second + 6*time.Microsecond,
-		Action: ActionAllocate, Pointer: 0xabc00, Size: 17, Stream: 0}
+	e := eventlog.Event{Thread: 42, Time: 3*time.Hour + 4*time.Minute + 5*time.Second + 6*time.Microsecond,
+		Action: eventlog.ActionAllocate, Pointer: 0xabc00, Size: 17, Stream: 0}
 	assert.Equal(t, "42,03:04:05.000006,allocate,0xabc00,17,0", e.String())
-	e.Action, e.Pointer, e.Stream = ActionAllocateFailure, 0, 0xdead
+	e.Action, e.Pointer, e.Stream = eventlog.ActionAllocateFailure, 0, 0xdead
 	assert.Equal(t, "42,03:04:05.000006,allocate failure,(nil),17,0xdead", e.String())
-	assert.Equal(t, "free", ActionFree.String())
-	for _, a := range []EventAction{ActionAllocate, ActionFree, ActionAllocateFailure} {
-		got, err := ParseEventAction(a.String())
+	assert.Equal(t, "free", eventlog.ActionFree.String())
+	for _, a := range []eventlog.Action{eventlog.ActionAllocate, eventlog.ActionFree, eventlog.ActionAllocateFailure} {
+		got, err := eventlog.ParseAction(a.String())
 		require.NoError(t, err)
 		assert.Equal(t, a, got)
 	}
-	_, err := ParseEventAction("reallocate")
-	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err := eventlog.ParseAction("reallocate")
+	assert.ErrorIs(t, err, core.ErrInvalidArgument)
 
 	now := time.Date(2026, 1, 2, 13, 14, 15, 123456789, time.Local)
-	assert.Equal(t, 13*time.Hour+14*time.Minute+15*time.Second+123456*time.Microsecond, TimeOfDay(now))
+	assert.Equal(t, 13*time.Hour+14*time.Minute+15*time.Second+123456*time.Microsecond, eventlog.TimeOfDay(now))
 }
 
 // Read a log written by RMM's logging_resource_adaptor (or by Logging).
-func ExampleReadEventLog() {
+func ExampleRead() {
 	log := `Thread,Time,Action,Pointer,Size,Stream
 2310477,14:03:27.041325,allocate,0x7f8a3c000000,1000000,0x5581a0c3e010
 2310477,14:03:27.041602,free,0x7f8a3c000000,1000000,0x5581a0c3e010
 `
-	events, err := ReadEventLog(strings.NewReader(log))
+	events, err := eventlog.Read(strings.NewReader(log))
 	if err != nil {
 		fmt.Println(err)
 		return

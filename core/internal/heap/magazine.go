@@ -1,6 +1,6 @@
-package core
+package heap
 
-// Deferred coalescing: the magazine of a heap list.
+// Deferred coalescing: the magazine of a free list.
 //
 // A random free in a large heap misses the cache on the freed block's node
 // and on both of its physical neighbours' nodes (to merge with them), and
@@ -28,8 +28,8 @@ package core
 //     list, a defragmentation or a growth is tried: the heap never grows
 //     while a magazine could serve the request once merged);
 //   - the list settles (its blocks become usable by other streams);
-//   - a defragmentation moves the list's memory, Release or Close takes
-//     chunks back, stats describes the heap;
+//   - a defragmentation moves the list's memory, ReleaseChunks takes
+//     chunks back, Stats describes the heap;
 //   - another stream takes memory from the list (the legacy default
 //     stream's lists, whose blocks any stream may take after a wait);
 //   - the magazine holds more than an eighth of the heap's size (and more
@@ -45,6 +45,9 @@ package core
 // streams see them only after a flush, through the settle/record/wait
 // machinery, exactly as blocks freed into the index. A magazine is only
 // touched under its list's lock.
+
+// MagazineMaxBlock is the largest block a magazine takes: 1 MiB.
+const MagazineMaxBlock = magMaxUnits << UnitShift
 
 const (
 	magMaxUnits = 4096 // blocks up to 1 MiB go through the magazine
@@ -83,9 +86,9 @@ type magazine struct {
 
 // magPut puts the block id (size bytes at addr in chunk), freed on l's
 // stream with sequence number seq, into l's magazine; or into l's index
-// when the heap has no magazines or the block is too large. l.mu is held.
-func (h *heap) magPut(l *heapList, id int32, addr uintptr, chunk int32, size uintptr, seq uint64) {
-	u := size >> unitShift
+// when the heap has no magazines or the block is too large. l.Mu is held.
+func (h *Heap) magPut(l *freeList, id int32, addr uintptr, chunk int32, size uintptr, seq uint64) {
+	u := size >> UnitShift
 	if !h.mags || u > magMaxUnits {
 		h.insertFree(l, id, seq)
 		return
@@ -108,7 +111,7 @@ func (h *heap) magPut(l *heapList, id int32, addr uintptr, chunk int32, size uin
 	m.top[u] = pos + 1
 	m.bytes += size
 	m.count++
-	l.free.Add(size)
+	l.Free.Add(size)
 	if bound := max(h.size.Load()/8, magMinBound); m.bytes > bound {
 		h.magFlush(l, bound/2, len(m.ring))
 	}
@@ -124,10 +127,10 @@ func (m *magazine) grow() {
 }
 
 // magTake takes a block of exactly size bytes from l's magazine and
-// returns its node, address and chunk; id 0 when there is none. l.mu is
+// returns its node, address and chunk; id 0 when there is none. l.Mu is
 // held.
-func (l *heapList) magTake(size uintptr) (id int32, addr uintptr, chunk int32) {
-	m, u := l.mag, size>>unitShift
+func (l *freeList) magTake(size uintptr) (id int32, addr uintptr, chunk int32) {
+	m, u := l.mag, size>>UnitShift
 	if m == nil || u > magMaxUnits {
 		return 0, 0, 0
 	}
@@ -150,14 +153,14 @@ func (l *heapList) magTake(size uintptr) (id int32, addr uintptr, chunk int32) {
 	}
 	m.bytes -= size
 	m.count--
-	l.free.Add(^(size - 1))
+	l.Free.Add(^(size - 1))
 	return id, addr, chunk
 }
 
 // magFlush inserts the oldest blocks of l's magazine into l's index until
-// it holds at most keepBytes bytes in at most keepSlots ring entries. l.mu
+// it holds at most keepBytes bytes in at most keepSlots ring entries. l.Mu
 // is held.
-func (h *heap) magFlush(l *heapList, keepBytes uintptr, keepSlots int) {
+func (h *Heap) magFlush(l *freeList, keepBytes uintptr, keepSlots int) {
 	m := l.mag
 	if m == nil {
 		return
@@ -173,7 +176,7 @@ func (h *heap) magFlush(l *heapList, keepBytes uintptr, keepSlots int) {
 			}
 			batch[n] = *e
 			n++
-			m.bytes -= uintptr(e.units) << unitShift
+			m.bytes -= uintptr(e.units) << UnitShift
 			m.count--
 		}
 		h.magInsert(l, m, batch[:n])
@@ -190,7 +193,7 @@ func (h *heap) magFlush(l *heapList, keepBytes uintptr, keepSlots int) {
 // any is used: the loads do not depend on one another, so the processor
 // overlaps their cache misses, where inserting the blocks one after the
 // other would wait for each miss in turn.
-func (h *heap) magInsert(l *heapList, m *magazine, batch []magEntry) {
+func (h *Heap) magInsert(l *freeList, m *magazine, batch []magEntry) {
 	pg := h.nodes.load()
 	var nb [2 * magBatch]int32
 	for i, e := range batch {
@@ -207,21 +210,21 @@ func (h *heap) magInsert(l *heapList, m *magazine, batch []magEntry) {
 	}
 	m.sink += sink
 	for _, e := range batch {
-		l.free.Add(^(uintptr(e.units)<<unitShift - 1)) // insertFree counts it again
+		l.Free.Add(^(uintptr(e.units)<<UnitShift - 1)) // insertFree counts it again
 		h.insertFree(l, e.id, e.seq)
 	}
 }
 
-// magFlushAll empties l's magazine into its index. l.mu is held.
-func (h *heap) magFlushAll(l *heapList) {
+// magFlushAll empties l's magazine into its index. l.Mu is held.
+func (h *Heap) magFlushAll(l *freeList) {
 	if l.mag != nil && l.mag.head != l.mag.tail {
 		h.magFlush(l, 0, 0)
 	}
 }
 
 // magClear forgets l's magazine blocks (the caller disposes of their
-// memory: Close). l.mu is held.
-func (l *heapList) magClear() {
+// memory: Close). l.Mu is held.
+func (l *freeList) magClear() {
 	if m := l.mag; m != nil {
 		m.head, m.bytes, m.count = m.tail, 0, 0
 	}

@@ -1,0 +1,236 @@
+package heap
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rmmgo/rmmgo/core/internal/errs"
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+// Allocate returns size bytes (a multiple of 256, not 0) usable in stream
+// order on s. For the per-thread default stream the caller holds its
+// goroutine on its OS thread.
+func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
+	if s == cudart.DefaultStream {
+		// The fast path: the default stream's list in this shard (never
+		// retired), made already.
+		if l := h.eng.DefaultShard(); l != nil {
+			l.Mu.Lock()
+			id, addr, chunk := h.take(l, size)
+			l.Mu.Unlock()
+			if id != 0 {
+				return h.publishAt(id, addr, chunk, size)
+			}
+		}
+	}
+	for {
+		sl, err := h.eng.Lookup(s)
+		if err != nil {
+			return 0, err
+		}
+		h.eng.MaybeSettle(sl, s)
+		l := h.eng.List(sl, h.eng.Shard())
+		l.Mu.Lock()
+		id, addr, chunk := h.take(l, size)
+		l.Mu.Unlock()
+		if id != 0 {
+			return h.publishAt(id, addr, chunk, size)
+		}
+		p, err := h.allocateSlow(s, sl, l, size)
+		if err != streamorder.ErrRetry {
+			return p, err
+		}
+	}
+}
+
+// allocateSlow serves a request its own list could not: from the stream's
+// other shards; from memory other streams freed that can be ordered before
+// this stream without touching their handles (the legacy default stream's,
+// or settled blocks); by merging all of that and coalescing; by growing;
+// and, when growth fails, after a device synchronization, which frees
+// everything freed before it for every stream.
+func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, size uintptr) (uintptr, error) {
+	st := sl.St
+	syncs := 0 // device synchronizations after growth failed
+	for {
+		gen := h.gen.Load()
+		// Memory freed on this stream in other shards.
+		for i := range sl.Shards {
+			l := sl.Shards[i].Load()
+			if l == nil || l == own || l.Free.Load() < size {
+				continue
+			}
+			l.Mu.Lock()
+			id, addr, chunk := h.take(l, size)
+			l.Mu.Unlock()
+			if id != 0 {
+				return h.publishAt(id, addr, chunk, size)
+			}
+		}
+		// Memory freed on other streams, once this stream waits for it.
+		ls := h.eng.AllLists()
+		h.eng.WantOthers(ls, st, true)
+		for _, l := range ls {
+			if l.St == st {
+				continue
+			}
+			durable := l.St.Durable()
+			if avail := l.Settled.Load(); durable {
+				if l.Free.Load() < size {
+					continue
+				}
+			} else if avail < size {
+				continue
+			}
+			l.Mu.Lock()
+			id := h.carve(l, size, !durable)
+			if id == 0 && durable && l.mag != nil && l.mag.count != 0 {
+				// Blocks in the magazine of a durable stream's list are
+				// ordered like the others once in the index. (Those of
+				// other streams are fresh: they settle first.)
+				h.magFlushAll(l)
+				id = h.carve(l, size, false)
+			}
+			var seq uint64
+			if id != 0 {
+				seq = h.nodes.load().at(id).seq
+				l.St.Inflight.Add(1)
+			}
+			l.Mu.Unlock()
+			if id == 0 {
+				continue
+			}
+			err := h.eng.OrderAfter(s, st, l.St, seq)
+			if err != nil {
+				h.giveBack(l, id, seq)
+			}
+			l.St.Inflight.Add(-1) // after giveBack: l stays in the engine till then
+			if err != nil {
+				return 0, err
+			}
+			return h.publish(id)
+		}
+		h.eng.WantOthers(ls, st, false)
+		// Enough ordered memory is free, but in pieces, some of them in
+		// other lists: merge it into this stream's list and coalesce.
+		if h.worthDefrag(own, size) {
+			id, err := h.defrag(s, own, size)
+			if err != nil || id != 0 {
+				if id != 0 {
+					// What was ordered for everyone is now fresh in own's
+					// list: settle it, so that others may go on using it.
+					h.eng.SettleNow(sl, s, false)
+					return h.publish(id)
+				}
+				return 0, err
+			}
+		}
+		if h.grow == nil {
+			return 0, errNoRoom
+		}
+		h.growMu.Lock()
+		if h.gen.Load() != gen {
+			h.growMu.Unlock()
+			continue // another allocation grew the heap meanwhile: look again
+		}
+		base, n, err := h.grow(s, size)
+		if err != nil {
+			h.growMu.Unlock()
+			if !errors.Is(err, errs.OutOfMemory) || h.quietFreeBytes() < size || syncs == maxSyncRetries {
+				return 0, err
+			}
+			// Enough is free, but not ordered before this stream: after a
+			// device synchronization all of it is. Another stream may
+			// still take it first and leave it fresh in its own list (a
+			// defragmentation does), hence more than one try.
+			if serr := h.eng.Synchronize(); serr != nil {
+				return 0, errors.Join(err, serr)
+			}
+			syncs++
+			continue
+		}
+		own.Mu.Lock()
+		if own.Retired {
+			own.Mu.Unlock()
+			h.addChunk(nil, base, n) // keep the memory; it lands in the default stream's list
+			h.growMu.Unlock()
+			return 0, streamorder.ErrRetry
+		}
+		h.addChunk(own, base, n)
+		id := h.carve(own, size, false)
+		own.Mu.Unlock()
+		h.gen.Add(1)
+		h.growMu.Unlock()
+		if id == 0 {
+			return 0, fmt.Errorf("%s: %w: internal error: a new chunk of %d bytes cannot hold %d", h.kind, errs.BadAlloc, n, size)
+		}
+		// The rest of the chunk is fresh in own's list: settle it, so that
+		// other streams need not grow too.
+		h.eng.SettleNow(sl, s, true)
+		return h.publish(id)
+	}
+}
+
+// maxSyncRetries bounds the device synchronizations one allocation makes
+// after growth failed while enough memory was free in the heap.
+const maxSyncRetries = 4
+
+// errNoRoom: the heap cannot serve a request and cannot grow.
+var errNoRoom = fmt.Errorf("%w: no room", errs.OutOfMemory)
+
+// giveBack returns a node carved from l but not handed out.
+func (h *Heap) giveBack(l *freeList, id int32, seq uint64) {
+	l.Mu.Lock()
+	h.insertFree(l, id, seq)
+	l.Mu.Unlock()
+}
+
+// Deallocate returns size bytes (a multiple of 256, as given to Allocate)
+// at ptr, freed in stream order on s. Memory the heap did not hand out, or
+// handed out and took back already, is errs.InvalidPointer; a live block of
+// another size is errs.InvalidArgument.
+func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
+	sl, err := h.eng.Lookup(s)
+	if err != nil {
+		return err
+	}
+	id, r, c, err := h.claim(ptr, size)
+	if err != nil {
+		return err
+	}
+	if sl == h.eng.Default() {
+		// The fast path, as in Allocate.
+		if l := h.eng.DefaultShard(); l != nil {
+			l.Mu.Lock()
+			h.magPut(l, id, ptr, c.id, size, sl.St.Epoch.Load())
+			l.Mu.Unlock()
+			return nil
+		}
+	}
+	for {
+		l := h.eng.List(sl, h.eng.Shard())
+		l.Mu.Lock()
+		if !l.Retired {
+			h.magPut(l, id, ptr, c.id, size, sl.St.Epoch.Load())
+			batch := l.NoteFreed(size, h.size.Load) && h.eng.Shared()
+			l.Mu.Unlock()
+			if batch {
+				h.eng.Want(sl.St)
+			}
+			// A record made now covers this free too.
+			h.eng.MaybeSettle(sl, s)
+			return nil
+		}
+		l.Mu.Unlock()
+		// The stream's lists were dropped meanwhile (they were empty):
+		// look it up again.
+		if sl, err = h.eng.Lookup(s); err != nil {
+			r.restore()
+			return err
+		}
+	}
+}
+
+// defrag merges the movable free blocks of every list (see movable) into

@@ -1,0 +1,95 @@
+package heap
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+// UnitShift: blocks are multiples of Unit, 256 bytes (core's
+// DefaultAlignment), and start at multiples of it in their chunk.
+const (
+	UnitShift = 8
+	Unit      = 1 << UnitShift
+)
+
+// GrowFunc gets a new chunk of at least size bytes from the upstream, for
+// an allocation on stream s. It returns the chunk's address and size.
+type GrowFunc func(s cudart.Stream, size uintptr) (uintptr, uintptr, error)
+
+// Heap is a coalescing best-fit allocator over chunks, with stream-ordered
+// free lists. Init it before use. It is safe for concurrent use.
+type Heap struct {
+	kind  string
+	eng   streamorder.Engine[freeList, *freeList]
+	nodes nodeStore
+	grow  GrowFunc // nil: the heap never grows
+	mags  bool     // frees go through the lists' magazines (magazine.go)
+
+	chunks    atomic.Pointer[chunkTable]
+	chunkMu   sync.Mutex // serializes chunk table changes
+	nextChunk int32
+	size      atomic.Uintptr // bytes in chunks
+	gen       atomic.Uint64  // counts growths
+
+	growMu   sync.Mutex // one growth at a time
+	defragMu sync.Mutex // one defragmentation at a time
+}
+
+// Init readies h for a resource of the given kind on runtime r. grow gets
+// new chunks (nil: the heap never grows); with magazines set, frees of
+// blocks up to 1 MiB wait in the lists' magazines (magazine.go).
+func (h *Heap) Init(kind string, r cudart.Runtime, grow GrowFunc, magazines bool) {
+	h.kind, h.grow, h.mags = kind, grow, magazines
+	h.nodes.init()
+	h.eng.Init(streamorder.Config[freeList, *freeList]{
+		Kind:    kind,
+		Runtime: r,
+		NewList: func() *freeList { return new(freeList) },
+		SettleList: func(l *freeList, cut uint64) {
+			h.magFlushAll(l) // the magazine's blocks were freed before cut too
+			l.settle(h.nodes.load(), cut)
+		},
+	})
+	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
+	h.nextChunk = 1
+}
+
+// AddChunk adds the chunk [base, base+size), which the caller got from its
+// upstream in order on the legacy default stream, as free memory of that
+// stream.
+func (h *Heap) AddChunk(base, size uintptr) { h.addChunk(nil, base, size) }
+
+// Size returns the bytes of the heap's chunks.
+func (h *Heap) Size() uintptr { return h.size.Load() }
+
+// FreeBytes sums the free bytes of every list, blocks waiting in magazines
+// included (a hint while others work).
+func (h *Heap) FreeBytes() uintptr {
+	var n uintptr
+	for _, l := range h.eng.AllLists() {
+		n += l.Free.Load()
+	}
+	return n
+}
+
+// SyncMarks is what the heap's engine noted before a device
+// synchronization (see streamorder.Engine.SyncMarks).
+type SyncMarks []streamorder.SyncMark[freeList]
+
+// SyncMarks advances every stream's epoch before a device synchronization
+// made by the caller; pass the result to ApplySync once it has returned.
+func (h *Heap) SyncMarks() SyncMarks { return h.eng.SyncMarks() }
+
+// ApplySync notes that the device was synchronized after SyncMarks
+// returned ms: everything freed before is free for every stream.
+func (h *Heap) ApplySync(ms SyncMarks) { h.eng.ApplySync(ms) }
+
+// Synchronize synchronizes the device, after which every block freed
+// before the call is free for every stream.
+func (h *Heap) Synchronize() error { return h.eng.Synchronize() }
+
+// Close releases the streams' events. The heap is unused from then on.
+func (h *Heap) Close() error { return h.eng.Close() }

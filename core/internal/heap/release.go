@@ -1,0 +1,139 @@
+package heap
+
+import (
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
+)
+
+// Span is a chunk taken out of the heap, to return to the upstream.
+type Span struct{ Base, Size uintptr }
+
+// ReleaseChunks takes out of the heap every chunk that is wholly free
+// (every chunk when all is set, live allocations or not) and returns them.
+// The caller synchronizes the device before it hands them back: memory
+// freed in stream order may still be in use by queued work.
+func (h *Heap) ReleaseChunks(all bool) []Span {
+	h.growMu.Lock()
+	defer h.growMu.Unlock()
+	ls := h.eng.LockAll()
+	defer streamorder.UnlockAll(ls)
+	byID := make(map[int32]*freeList, len(ls))
+	for _, l := range ls {
+		byID[l.ID] = l
+		if !all {
+			h.magFlushAll(l) // a chunk is wholly free only once its blocks merged
+		}
+	}
+	pg := h.nodes.load()
+	t := h.chunks.Load()
+	var out []*chunk
+	keep := make(map[*chunk]bool)
+	for _, c := range t.sorted {
+		// A chunk is wholly free when every block of it is free, in
+		// whatever lists: blocks freed on different streams or shards never
+		// merge with each other, so one free block spanning the chunk is not
+		// the only case (with many Ps even one stream's frees spread over
+		// several shards' lists).
+		wholeFree := true
+		for id := c.first; id != 0; id = pg.at(id).next {
+			if pg.at(id).owner.Load() <= 0 {
+				wholeFree = false
+				break
+			}
+		}
+		if !all && !wholeFree {
+			keep[c] = true
+			continue
+		}
+		if wholeFree {
+			for id := c.first; id != 0; {
+				n := pg.at(id)
+				next := n.next
+				if l := byID[n.owner.Load()]; l != nil {
+					l.remove(pg, n)
+					l.Free.Add(^(n.size - 1))
+					h.recycle(pg, l, id)
+				}
+				id = next
+			}
+		}
+		out = append(out, c)
+	}
+	if all {
+		for _, l := range ls {
+			l.clear()
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	h.chunkMu.Lock()
+	nt := &chunkTable{byID: append([]*chunk(nil), t.byID...)}
+	for _, c := range t.sorted {
+		if keep[c] {
+			nt.sorted = append(nt.sorted, c)
+		} else {
+			nt.byID[c.id] = nil
+			h.size.Add(^(c.size - 1))
+		}
+	}
+	nt.index()
+	h.chunks.Store(nt)
+	h.chunkMu.Unlock()
+	spans := make([]Span, len(out))
+	for i, c := range out {
+		spans[i] = Span{c.base, c.size}
+	}
+	return spans
+}
+
+// Stats describes the heap's free memory, for dumps and tests.
+type Stats struct {
+	Chunks, FreeBlocks int     // chunks, and free blocks in them
+	FreeBytes, Largest uintptr // free bytes, and the largest free block
+}
+
+// Stats describes the heap's free memory. It flushes every magazine first,
+// so that the free blocks it counts are coalesced.
+func (h *Heap) Stats() Stats {
+	var s Stats
+	ls := h.eng.LockAll()
+	defer streamorder.UnlockAll(ls)
+	for _, l := range ls {
+		h.magFlushAll(l)
+	}
+	pg := h.nodes.load()
+	s.Chunks = len(h.chunks.Load().sorted)
+	for _, l := range ls {
+		l.each(pg, func(id int32, n *node) {
+			s.FreeBlocks++
+			s.FreeBytes += n.size
+			if n.size > s.Largest {
+				s.Largest = n.size
+			}
+		})
+	}
+	return s
+}
+
+// MagazineHeld returns the blocks and bytes waiting in the lists'
+// magazines.
+func (h *Heap) MagazineHeld() (blocks int, bytes uintptr) {
+	for _, l := range h.eng.AllLists() {
+		l.Mu.Lock()
+		if l.mag != nil {
+			blocks += l.mag.count
+			bytes += l.mag.bytes
+		}
+		l.Mu.Unlock()
+	}
+	return blocks, bytes
+}
+
+// LargestChunk returns the size of the heap's largest chunk.
+func (h *Heap) LargestChunk() uintptr {
+	var n uintptr
+	for _, c := range h.chunks.Load().sorted {
+		n = max(n, c.size)
+	}
+	return n
+}
