@@ -195,5 +195,8 @@ func toHandle(h uintptr) C.rmm_resource_t { return *(*C.rmm_resource_t)(unsafe.P
 func cSize(n uint64) C.size_t   { return C.size_t(n) }
 func goString(p *C.char) string { return C.GoString(p) }
 
+// cInt is p as an int* out-parameter (for tests, which cannot name C types).
+func cInt(p *int32) *C.int { return (*C.int)(unsafe.Pointer(p)) }
+
 // lastMessage is the calling thread's last error message (for tests).
 func lastMessage() string { return C.GoString(C.rmm_last_error_message()) }
