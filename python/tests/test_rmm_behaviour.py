@@ -358,8 +358,12 @@ def test_logging_levels_round_trip():
             assert rmm.get_logging_level() == level and rmm.get_flush_level() == level
         rmm.set_logging_level(level_enum.info)
         assert rmm.should_log(level_enum.warn) and not rmm.should_log(level_enum.debug)
-        with pytest.warns(UserWarning, match="RMM will not log level_enum.off"):
-            rmm.set_flush_level(level_enum.off)
+        with pytest.warns(UserWarning, match="RMM will not log level_enum.debug"):
+            rmm.set_flush_level(level_enum.debug)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            rmm.set_logging_level(level_enum.off)  # as RMM: off logs "off" messages, so no warning
+            rmm.set_logging_level(level_enum.n_levels)
     finally:
         rmm.set_logging_level(level_enum.info)
         rmm.set_flush_level(level_enum.warn)

@@ -49,9 +49,9 @@ def _validate_level_type(level):
 
 
 def should_log(level):
-    """True when a message at `level` (a level_enum) would be logged at the current level."""
+    """True when a message at `level` (a level_enum) would be logged: level >= the logging level."""
     _validate_level_type(level)
-    return level >= _level and level < level_enum.off
+    return level >= _level
 
 
 def _warn_if_silent(level):
