@@ -196,3 +196,29 @@ def test_importing_rmmgo_imports_no_framework():
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_pip_cuda_runtime_is_preloaded_only_when_nothing_else_provides_one(tmp_path):
+    # A stand-in for NVIDIA's pip package: site/nvidia/cuda_runtime/lib/libcudart.so.12.
+    lib = tmp_path / "site" / "nvidia" / "cuda_runtime" / "lib"
+    lib.mkdir(parents=True)
+    src = tmp_path / "fake.c"
+    src.write_text("int rmmgo_fake_cudart(void) { return 12; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcudart.so.12", "-o", str(lib / "libcudart.so.12"), str(src)], check=True)
+    code = _load_lib_module() + (
+        "import ctypes.util\n"
+        "print('SYSTEM' if ctypes.util.find_library('cudart') else 'NONE')\n"
+        "print(L._preload_pip_cuda_runtime([%r]))\n"
+    ) % str(tmp_path / "site")
+    for env, expect_loaded in (
+        ({"RMMGO_BACKEND": "cuda"}, True),
+        ({"RMMGO_BACKEND": "simulated"}, False),
+        ({"RMMGO_BACKEND": "cuda", "RMMGO_CUDART_LIBRARY": "/x/libcudart.so"}, False),
+    ):
+        r = run_python(code, env=env)
+        assert r.returncode == 0, r.stderr
+        system, got = r.stdout.split()
+        if system == "SYSTEM":
+            pytest.skip("this machine has a system libcudart: the pip one is never needed")
+        assert got == (str(lib / "libcudart.so.12") if expect_loaded else "None"), (env, r.stdout)
