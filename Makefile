@@ -1,5 +1,8 @@
 # rmmgo build. `make` builds build/librmmgo.so; `make test` runs every test on
 # the GPU when there is one, else on the simulated device (and says which).
+# Both, and `make example`, first run scripts/setup.sh, which installs what a
+# fresh Debian machine lacks (and does nothing when all is there;
+# RMMGO_SKIP_SETUP=1 skips it).
 #
 # Parts of the build live in mk/*.mk (capi, python, cpp, ...), one file per area.
 
@@ -10,6 +13,8 @@ BUILD     ?= build
 LIB       := $(BUILD)/librmmgo.so
 GOFLAGS   ?=
 export CGO_ENABLED := 1
+# Go's usual home, for shells that do not have it on PATH.
+export PATH := $(PATH):/usr/local/go/bin
 
 # Backend for tests: the GPU if nvidia-smi sees one, else the simulated device.
 # Set RMMGO_BACKEND yourself to choose.
@@ -18,12 +23,9 @@ ifeq ($(origin RMMGO_BACKEND), undefined)
 endif
 export RMMGO_BACKEND
 
-# A python3 that has pytest (Debian's python3-pytest installs it for /usr/bin/python3).
-PYTHON ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import pytest' >/dev/null 2>&1 && { command -v $$p; break; }; done)
-
 GO_SOURCES := $(shell find cudart core capi -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h cudart/*.h) go.mod
 
-.PHONY: example all lib test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
+.PHONY: example all lib setup test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
 all: lib
 
 lib: $(LIB)
@@ -32,7 +34,11 @@ lib: $(LIB)
 # out of the dynamic symbol table (tests/c/check-exports.sh checks it).
 EXPORTS_MAP := capi/librmmgo.map
 
-$(LIB): $(GO_SOURCES) include/rmmgo.h $(EXPORTS_MAP)
+# What building and testing need (compilers, cmake, pytest, venv, ...).
+setup:
+	@if [ "$${RMMGO_SKIP_SETUP:-0}" != 1 ]; then bash scripts/setup.sh; fi
+
+$(LIB): $(GO_SOURCES) include/rmmgo.h $(EXPORTS_MAP) | setup
 	@mkdir -p $(BUILD)
 	$(GO) build $(GOFLAGS) -buildmode=c-shared \
 	  -ldflags=-extldflags=-Wl,-soname,librmmgo.so,--version-script,$(abspath $(EXPORTS_MAP)) -o $(LIB) ./capi
@@ -44,18 +50,18 @@ backend-note:
 test: backend-note test-go test-race test-c test-cpp test-python
 	@echo "== all tests passed on the $(RMMGO_BACKEND) backend =="
 
-test-go:
+test-go: | setup
 	$(GO) test $(GOFLAGS) -count=1 ./...
 
 # The race detector on the packages that hold the resources.
-test-race:
+test-race: | setup
 	$(GO) test $(GOFLAGS) -race -count=1 ./cudart/... ./core/... ./capi/... ./cmd/...
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./core/...
 
 clean:
-	rm -rf $(BUILD) gpu-bundle
+	rm -rf $(BUILD) gpu-bundle dist
 
 -include mk/*.mk
 

@@ -80,6 +80,18 @@ func rmm_get_device(device *C.int) (st status) {
 	return intQuery(fn, device, cudart.Runtime.GetDevice)
 }
 
+//export rmm_device_get_attribute
+func rmm_device_get_attribute(value *C.int, attribute C.int, device C.int) (st status) {
+	const fn = "rmm_device_get_attribute"
+	defer recoverTo(fn, &st)
+	return intQuery(fn, value, func(r cudart.Runtime) (int, error) {
+		if err := checkDevice(r, int(device)); err != nil {
+			return 0, err
+		}
+		return r.DeviceGetAttribute(cudart.DeviceAttr(attribute), int(device))
+	})
+}
+
 //export rmm_set_device
 func rmm_set_device(device C.int) (st status) {
 	const fn = "rmm_set_device"

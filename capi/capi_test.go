@@ -190,3 +190,19 @@ func BenchmarkExportAllocate(b *testing.B) {
 		_ = reg.release(e.handle)
 	}
 }
+
+func TestDeviceGetAttribute(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := cudart.Default()
+	require.NoError(t, err)
+	const memoryPoolsSupported = 115 // cudaDevAttrMemoryPoolsSupported
+	var v int32
+	require.Equal(t, statusSuccess, rmm_device_get_attribute(cInt(&v), memoryPoolsSupported, 0), lastMessage())
+	want, err := r.DeviceGetAttribute(cudart.DevAttrMemoryPoolsSupported, 0)
+	require.NoError(t, err)
+	assert.Equal(t, want, int(v))
+	assert.Equal(t, statusInvalidArgument, rmm_device_get_attribute(nil, memoryPoolsSupported, 0))
+	assert.Equal(t, statusInvalidDevice, rmm_device_get_attribute(cInt(&v), memoryPoolsSupported, 1000))
+	assert.Contains(t, lastMessage(), "device 1000 does not exist")
+}

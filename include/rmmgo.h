@@ -114,6 +114,11 @@ rmm_status rmm_driver_version(int* version);
 rmm_status rmm_get_device_count(int* count);
 rmm_status rmm_get_device(int* device);    /* the calling thread's current device */
 rmm_status rmm_set_device(int device);
+/* The value of CUDA device attribute `attribute` (a cudaDeviceAttr, e.g. 88
+ * for cudaDevAttrPageableMemoryAccess) of `device`, as cudaDeviceGetAttribute
+ * gives it. The simulated device answers the attributes rmmgo reads and
+ * fails any other with RMM_ERROR_CUDA. */
+rmm_status rmm_device_get_attribute(int* value, int attribute, int device);
 /* Free and total memory of the current device, in bytes. */
 rmm_status rmm_mem_get_info(size_t* free_bytes, size_t* total_bytes);
 

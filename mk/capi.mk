@@ -52,7 +52,7 @@ CMAKE_BUILD   := $(BUILD)/cmake
 CMAKE_PREFIX  := $(BUILD)/cmake-install
 CMAKE_CONSUME := $(BUILD)/cmake-consumer
 
-test-cmake:
+test-cmake: | setup
 	rm -rf $(CMAKE_PREFIX) $(CMAKE_CONSUME)
 	cmake -S . -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=Release -DRMMGO_BUILD_EXAMPLES=ON \
 	  -DCMAKE_INSTALL_PREFIX=$(abspath $(CMAKE_PREFIX)) >/dev/null

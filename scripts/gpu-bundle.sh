@@ -44,10 +44,30 @@ make -s stress-bundle-files STRESS_BUNDLE="$B/stress"
 cp -r cudart/check/. "$B/cudart/check/"
 cp cudart/cuda_abi.h cudart/abi_funcs_generated.h "$B/cudart/"
 
-# Python package and tests.
+# Python package and tests, and the wheel they are run against there
+# (scripts/wheel-test.sh installs it into a fresh venv), with what the tests
+# read (docs/rmm-compatibility.md) and the RMM-suite runner.
 cp -r python/. "$B/python/"
 rm -rf "$B/python/build" "$B"/python/*.egg-info
 find "$B/python" -name __pycache__ -prune -exec rm -rf {} +
+make wheel
+cp dist/rmmgo-*.whl "$B/python/"
+mkdir -p "$B/scripts" "$B/docs"
+cp -r scripts/wheel-venv.sh scripts/wheel-test.sh scripts/rmm-suite "$B/scripts/"
+cp docs/rmm-compatibility.md "$B/docs/"
+# RMM's own Python tests, when given (RMM_TESTS=<RMM checkout or its
+# python/rmm/rmm/tests>): run.sh's rmm section runs them against the wheel.
+if [ -n "${RMM_TESTS:-}" ]; then
+  # Laid out as RMM's python/rmm: pyproject.toml (its pytest settings) and rmm/tests.
+  t=$RMM_TESTS
+  mkdir -p "$B/rmm-tests/rmm"
+  if [ -d "$t/python/rmm/rmm/tests" ]; then
+    cp -r "$t/python/rmm/rmm/tests" "$B/rmm-tests/rmm/"
+    cp "$t/python/rmm/pyproject.toml" "$B/rmm-tests/"
+  else
+    cp -r "$t" "$B/rmm-tests/rmm/tests"
+  fi
+fi
 
 # C++ tests, compiled there with g++ and with nvcc (CCCL on); run_gpu.sh
 # expects the repository's layout, so the bundle keeps a small copy of it.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every rmmgo test against the real GPU. Usage: run.sh [REPORT_DIR] [SECTION...]
-# Sections: env check go race c cpp python replay stress sanitizer bench (default: all but bench).
+# Sections: env check go race c cpp python replay stress sanitizer bench rmm (default: all but
+# bench and rmm; rmm runs RMM's own tests, bundled with RMM_TESTS=..., against the wheel).
 # Writes REPORT_DIR/report.md and one log per section; exit 0 only if all passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -63,7 +64,12 @@ sec_c() {
   return $rc
 }
 sec_cpp() { bash "$HERE/cpp/tests/cpp/run_gpu.sh"; }
-sec_python() { cd "$HERE/python" && PYTHONPATH="$HERE/python" $PY -m pytest -q -rs tests; }
+# The wheel installed into a fresh venv, tested from outside the bundle.
+sec_python() { PYTHON=$PY RMMGO_SOURCE_DIR="$HERE" bash "$HERE/scripts/wheel-test.sh" "$(ls "$HERE"/python/rmmgo-*.whl)" "$HERE/python/tests"; }
+sec_rmm() {
+  [ -d "$HERE/rmm-tests/rmm/tests" ] || { echo "no RMM tests in the bundle: make gpu-bundle with RMM_TESTS=<RMM checkout>"; return 1; }
+  PYTHON=$PY RMM_SUITE_OUT="$REPORT/rmm-suite" bash "$HERE/scripts/rmm-suite/run.sh" "$HERE/rmm-tests/rmm/tests" "$(ls "$HERE"/python/rmmgo-*.whl)"
+}
 sec_replay() {
   local f=$(ls "$HERE"/testdata/*.csv 2>/dev/null | head -1)
   if [ -z "$f" ]; then

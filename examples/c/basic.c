@@ -3,8 +3,15 @@
  * the cuda resource, allocate on a stream, use the memory (fill it, copy it
  * back, check it), free it, and release the resources.
  *
- *   cc -std=c99 basic.c -I include -L build -lrmmgo -Wl,-rpath,build
- *   RMMGO_BACKEND=simulated ./a.out     (or on a GPU: just ./a.out)
+ * `make example` builds and runs it. By hand, from this folder, after `make lib`
+ * at the top of the checkout:
+ *
+ *   cc -std=c99 basic.c -I../../include -L../../build -lrmmgo \
+ *      -Wl,-rpath,"$(cd ../../build && pwd)" -o basic
+ *   RMMGO_BACKEND=simulated ./basic     (or on a GPU: just ./basic)
+ *
+ * With rmmgo installed (CMake's install, or a package): cc -std=c99 basic.c
+ * $(pkg-config --cflags --libs rmmgo) -o basic
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@ from ._bindings import (
     RMMRuntimeError,
     RMMValueError,
 )
-from ._logger import (
+from .pylibrmm.logger import (
     flush_logger,
     get_flush_level,
     get_logging_level,
@@ -30,7 +30,7 @@ from ._rmm import (
     unregister_reinitialize_hook,
 )
 from ._utils import parse_bytes
-from ._version import __version__
+from ._version import __git_commit__, __version__
 from . import mr
 from .device_buffer import DeviceBuffer, to_device
 from .mr import disable_logging, enable_logging, get_log_filenames
@@ -44,6 +44,8 @@ from .stream import (
 )
 from . import statistics
 from . import pylibrmm
+from . import _cuda, librmm
+from ._alias import install_as_rmm
 
 
 def library_path():
@@ -60,11 +62,7 @@ def library_version():
 
 def backend():
     """"cuda" or "simulated": the backend the library runs on."""
-    import ctypes
-
-    name = ctypes.c_char_p()
-    _bindings.lib.rmm_backend_name(ctypes.byref(name))
-    return name.value.decode()
+    return _bindings.backend_name()
 
 
 __all__ = [
@@ -103,5 +101,7 @@ __all__ = [
     "library_path",
     "library_version",
     "backend",
+    "install_as_rmm",
     "__version__",
+    "__git_commit__",
 ]

@@ -281,6 +281,7 @@ FUNCTIONS = {
     "rmm_get_device_count": (_status, [_P(c_int)]),
     "rmm_get_device": (_status, [_P(c_int)]),
     "rmm_set_device": (_status, [c_int]),
+    "rmm_device_get_attribute": (_status, [_P(c_int), c_int, c_int]),
     "rmm_mem_get_info": (_status, [_P(c_size_t), _P(c_size_t)]),
     "rmm_stream_create": (_status, [_P(_stream)]),
     "rmm_stream_create_with_flags": (_status, [_P(_stream), c_uint]),
@@ -360,18 +361,40 @@ def status_string(status):
     return s.decode() if s else str(int(status))
 
 
-# An exception a Python allocate callback (CallbackMemoryResource) raised on
-# this thread; the callback returned NULL, which the library reports as out
-# of memory, and raise_for_status raises it as RMM does: a MemoryError as
-# out of memory, anything else as RuntimeError, chained to the original.
+# An exception that Python code called back by the library (a
+# CallbackMemoryResource's allocate_func, a FailureCallbackResourceAdaptor's
+# callback) raised on this thread. The callback reported failure to the
+# library instead, and the allocation that failed raises this exception's
+# equivalent, as RMM does: a MemoryError as out of memory, anything else as
+# RuntimeError, with the same message and chained to the original.
 callback_error = threading.local()
 
+# Statuses that are a failed allocation when an allocation reports them: RMM
+# raises bad_alloc for a CUDA error while allocating (a MemoryError), e.g.
+# from a memory pool that was destroyed under a view.
+_ALLOCATION_FAILURES = {
+    Status.ERROR_OUT_OF_MEMORY: OutOfMemoryError,
+    Status.ERROR_BAD_ALLOC: RMMMemoryError,
+    Status.ERROR_BAD_ALIGNMENT: RMMMemoryError,
+    Status.ERROR_CUDA: RMMMemoryError,
+}
 
-def raise_for_status(status, what=None):
+
+def take_callback_error():
+    """The exception a callback raised on this thread (None if none), cleared."""
+    exc = getattr(callback_error, "exc", None)
+    if exc is not None:
+        callback_error.exc = None
+    return exc
+
+
+def raise_for_status(status, what=None, allocating=False):
     """Raise the exception for a nonzero status, with the thread's last message.
 
     Call it on the thread that made the failed call, before that thread calls
-    into the library again.
+    into the library again. allocating: the call allocated memory, so that
+    every failure to allocate is a MemoryError (see _ALLOCATION_FAILURES) and
+    an exception raised by a callback during it is raised in its place.
     """
     if not status:
         return
@@ -382,15 +405,22 @@ def raise_for_status(status, what=None):
         st = Status(status)
     except ValueError:
         st = status
-    cause = getattr(callback_error, "exc", None)
-    if cause is not None and st in (Status.ERROR_OUT_OF_MEMORY, Status.ERROR_BAD_ALLOC):
-        callback_error.exc = None
-        if isinstance(cause, MemoryError):
-            raise OutOfMemoryError(st, "%s (allocate_func raised %r)" % (msg, cause)) from cause
-        raise RMMRuntimeError(
-            Status.ERROR_INTERNAL, "allocate_func raised %s: %s" % (type(cause).__name__, cause)
-        ) from cause
+    if allocating and st in _ALLOCATION_FAILURES:
+        cause = take_callback_error()
+        if cause is not None:
+            text = str(cause) or type(cause).__name__
+            if isinstance(cause, MemoryError):
+                raise OutOfMemoryError(Status.ERROR_OUT_OF_MEMORY, text) from cause
+            raise RMMRuntimeError(Status.ERROR_INTERNAL, text) from cause
+        raise _ALLOCATION_FAILURES[st](st, msg)
     raise _EXCEPTIONS.get(st, RMMRuntimeError)(st, msg)
+
+
+def backend_name():
+    """"cuda" or "simulated": the backend the library runs on (opening it if needed)."""
+    name = c_char_p()
+    lib.rmm_backend_name(ctypes.byref(name))
+    return name.value.decode()
 
 
 def _errcheck(result, func, args):

@@ -11,11 +11,20 @@ The library is looked for, in order:
 
 The first that loads wins; when none does, the error lists every place tried
 and why each failed.
+
+The CUDA runtime is librmmgo.so's to find (RMMGO_CUDART_LIBRARY, a libcudart
+the process has loaded, then the system's libcudart.so.13 and .12). On a
+machine whose only CUDA runtime came with pip (NVIDIA's nvidia-cuda-runtime
+packages, which PyTorch and CuPy install), none of those finds it, so the
+package loads that one first: the library then uses the runtime the process
+already has. See _preload_pip_cuda_runtime.
 """
 
 import ctypes
 import ctypes.util
+import glob
 import os
+import sys
 import threading
 
 __all__ = ["load", "path", "torch_shim_path", "LibraryNotFoundError"]
@@ -31,6 +40,43 @@ _CHECKOUT_BUILD_DIR = os.path.normpath(os.path.join(_PACKAGE_DIR, "..", "..", "b
 _lock = threading.Lock()
 _lib = None
 _path = None
+# The pip-installed libcudart this package loaded for the library, if any.
+cuda_runtime_preloaded = None
+
+# The versioned runtimes librmmgo.so looks for, in its order (cudart's
+# defaultLibraryNames); pip packages ship versioned names only.
+_CUDART_NAMES = ("libcudart.so.13", "libcudart.so.12")
+
+
+def _preload_pip_cuda_runtime(paths=None):
+    """Load a libcudart from NVIDIA's pip packages when nothing else provides one.
+
+    Only when the real backend may be used (RMMGO_BACKEND is not simulated), no
+    RMMGO_CUDART_LIBRARY is given, the process has not loaded a libcudart and
+    the system has none (ctypes.util.find_library): then the first
+    nvidia/*/lib/libcudart.so.<13|12> under `paths` (default sys.path) is
+    loaded, and librmmgo.so, which prefers a runtime the process already
+    has, uses it. Returns the path loaded, or None.
+    """
+    if os.environ.get("RMMGO_CUDART_LIBRARY") or os.environ.get("RMMGO_BACKEND", "").startswith("sim"):
+        return None
+    for name in _CUDART_NAMES:
+        try:
+            ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            return None  # the process has one: the library will use it
+        except OSError:
+            pass
+    if ctypes.util.find_library("cudart"):
+        return None  # the system has one: the library finds it itself
+    for name in _CUDART_NAMES:
+        for d in sys.path if paths is None else paths:
+            for path in sorted(glob.glob(os.path.join(d or ".", "nvidia", "*", "lib", name))):
+                try:
+                    ctypes.CDLL(path, mode=os.RTLD_GLOBAL)
+                except OSError:
+                    continue
+                return path
+    return None
 
 
 class LibraryNotFoundError(OSError):
@@ -79,12 +125,13 @@ def load():
 
     Raises LibraryNotFoundError listing every place tried.
     """
-    global _lib, _path
+    global _lib, _path, cuda_runtime_preloaded
     if _lib is not None:
         return _lib
     with _lock:
         if _lib is not None:
             return _lib
+        cuda_runtime_preloaded = _preload_pip_cuda_runtime()
         tried = []
         for what, name in _candidates():
             if name is None:

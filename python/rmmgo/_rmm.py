@@ -1,9 +1,11 @@
 """reinitialize, is_initialized and the reinitialize hooks (RMM's ``rmm.rmm``)."""
 
 from . import mr
+from ._bindings import RMMError
 from .mr import _resources as _r
 
 __all__ = [
+    "RMMError",
     "reinitialize",
     "is_initialized",
     "register_reinitialize_hook",
@@ -26,15 +28,35 @@ def reinitialize(
 
     The base is ManagedMemoryResource (managed_memory) or CudaMemoryResource;
     with pool_allocator it sits under a PoolMemoryResource(initial_pool_size,
-    maximum_pool_size) (sizes as ints or strings such as "1GiB"); with
-    logging, the whole is wrapped in a LoggingResourceAdaptor writing
-    log_file_name (".dev<N>" inserted per device). Hooks registered with
-    register_reinitialize_hook run first, the latest first.
+    maximum_pool_size) (sizes as ints or strings such as "1GiB"; without
+    pool_allocator they are ignored, as in RMM); with logging, the whole is
+    wrapped in a LoggingResourceAdaptor writing log_file_name (".dev<N>"
+    inserted per device). Hooks registered with register_reinitialize_hook
+    run first, the latest first.
     """
     for func, args, kwargs in reversed(_reinitialize_hooks):
         func(*args, **kwargs)
-    if not pool_allocator and (initial_pool_size is not None or maximum_pool_size is not None):
-        raise ValueError("initial_pool_size and maximum_pool_size need pool_allocator=True")
+    _initialize(
+        pool_allocator=pool_allocator,
+        managed_memory=managed_memory,
+        initial_pool_size=initial_pool_size,
+        maximum_pool_size=maximum_pool_size,
+        devices=devices,
+        logging=logging,
+        log_file_name=log_file_name,
+    )
+
+
+def _initialize(
+    pool_allocator=False,
+    managed_memory=False,
+    initial_pool_size=None,
+    maximum_pool_size=None,
+    devices=0,
+    logging=False,
+    log_file_name=None,
+):
+    """reinitialize without the hooks (RMM's private ``_initialize``)."""
     if devices is None:
         devices = [0]
     elif isinstance(devices, int):

@@ -1,8 +1,31 @@
-"""Small helpers: byte-size parsing."""
+"""Small helpers: byte-size parsing and size_t arguments."""
 
 import numbers
+from operator import index as _index
 
-__all__ = ["parse_bytes"]
+__all__ = ["parse_bytes", "as_size_t", "SIZE_MAX"]
+
+SIZE_MAX = (1 << 64) - 1
+
+
+def as_size_t(value, name="size"):
+    """value as a C size_t, checked as RMM's Cython signatures check it.
+
+    Not an integer: TypeError. Negative, or above 2**64 - 1: OverflowError,
+    never a silent wrap-around to a huge or small size.
+    """
+    if value.__class__ is not int:
+        if isinstance(value, bool):
+            raise TypeError("%s must be an integer, not bool" % name)
+        try:
+            value = _index(value)
+        except TypeError:
+            raise TypeError("%s must be an integer, not %s" % (name, type(value).__name__)) from None
+    if value < 0:
+        raise OverflowError("%s: can't convert negative value %d to size_t" % (name, value))
+    if value > SIZE_MAX:
+        raise OverflowError("%s: value %d too large to convert to size_t" % (name, value))
+    return value
 
 _BYTE_UNITS = {
     "": 1,

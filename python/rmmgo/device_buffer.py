@@ -7,10 +7,13 @@ bytearray otherwise.
 """
 
 import ctypes
+import pickle
 from ctypes import c_void_p
 from operator import index as _index
 
 from . import _bindings as _b
+from ._utils import SIZE_MAX as _SIZE_MAX
+from ._utils import as_size_t
 from .mr import _resources as _mr
 from .stream import DEFAULT_STREAM, Stream, as_stream
 
@@ -41,27 +44,40 @@ def _np():
     return _numpy or None
 
 
+# Buffer formats of unsigned bytes, with any byte-order prefix ('<B' from
+# ctypes arrays, 'B' from bytes, bytearray, array('B'), uint8 arrays).
+_BYTE_FORMATS = frozenset(("B", "@B", "=B", "<B", ">B", "!B"))
+
+
 def _host_buffer(obj, writable):
-    """(address, nbytes, keep-alive) of a C-contiguous host buffer."""
-    ai = getattr(obj, "__array_interface__", None)
-    if ai is not None:  # NumPy and friends: no copy even when read-only
-        if writable and ai["data"][1]:
-            raise ValueError("the host array is read-only")
+    """(address, nbytes, keep-alive) of a host buffer of bytes.
+
+    As RMM's ``const unsigned char[::1]`` arguments: anything without the
+    buffer protocol is a TypeError; a buffer that is not of unsigned bytes
+    (format "B"), not one-dimensional, or not contiguous is a ValueError, as
+    is a read-only buffer to be written.
+    """
+    try:
         mv = memoryview(obj)
-        if not mv.c_contiguous:
-            raise ValueError("the host array must be C-contiguous")
-        return ai["data"][0], mv.nbytes, obj
-    mv = memoryview(obj)
-    if not mv.c_contiguous:
-        raise ValueError("the host buffer must be C-contiguous")
+    except TypeError:
+        raise TypeError("a bytes-like object (with the buffer protocol) is required, not %s" % type(obj).__name__) from None
+    if mv.format not in _BYTE_FORMATS:
+        raise ValueError("Buffer dtype mismatch: expected unsigned bytes (format 'B'), got format %r" % mv.format)
+    if mv.ndim != 1:
+        raise ValueError("Buffer has wrong number of dimensions (expected 1, got %d)" % mv.ndim)
+    if mv.strides[0] != 1 and mv.shape[0] > 1:
+        raise ValueError("the host buffer is not contiguous (stride %d, expected 1)" % mv.strides[0])
     n = mv.nbytes
+    if writable and mv.readonly:
+        raise ValueError("the host buffer is read-only")
     if n == 0:
         return 0, 0, None
+    ai = getattr(obj, "__array_interface__", None)
+    if ai is not None:  # NumPy and friends: no copy even when read-only
+        return ai["data"][0], n, obj
     if not mv.readonly:
-        arr = (ctypes.c_char * n).from_buffer(mv.cast("B"))
+        arr = (ctypes.c_char * n).from_buffer(mv)
         return ctypes.addressof(arr), n, (arr, mv)
-    if writable:
-        raise ValueError("the host buffer is read-only")
     if isinstance(obj, bytes):
         p = ctypes.c_char_p(obj)
         return ctypes.cast(p, c_void_p).value, n, (p, obj)
@@ -107,31 +123,30 @@ class DeviceBuffer:
         # when mr is None: the library's current resource is asked each time,
         # so a resource that C code made current is honoured at once).
         self._ptr = 0
+        self._size = self._capacity = 0
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
+        if size.__class__ is not int or size < 0 or size > _SIZE_MAX:
+            size = as_size_t(size, "size")
+        if ptr:
+            ptr = as_size_t(ptr, "ptr")
         if mr is None:
             mr = self._current_resource()
         elif not isinstance(mr, _mr.DeviceMemoryResource):
             raise TypeError("mr must be a memory resource, not %s" % type(mr).__name__)
         self._mr = mr
         self._stream = stream
-        if size.__class__ is not int:
-            size = _index(size)
-        self._size = self._capacity = size
-        if size > 0:
+        if size:
             out = c_void_p()
             st = self._allocate(mr._handle, stream._handle, size, _ALIGN, out)
             if st:
-                self._size = self._capacity = 0
-                _b.raise_for_status(st, "DeviceBuffer: cannot allocate %d bytes" % size)
+                _b.raise_for_status(st, "DeviceBuffer: cannot allocate %d bytes" % size, allocating=True)
             self._ptr = out.value
+            self._size = self._capacity = size
             if ptr:
-                _lib.rmm_memcpy(self._ptr, int(ptr), size, stream._handle)
+                _lib.rmm_memcpy(self._ptr, ptr, size, stream._handle)
                 if stream.is_default():
                     _lib.rmm_stream_synchronize(stream._handle)
-        elif size < 0:
-            self._size = self._capacity = 0
-            raise ValueError("size cannot be negative: %d" % size)
 
     @classmethod
     def _current_resource(cls):
@@ -191,6 +206,10 @@ class DeviceBuffer:
     def __len__(self):
         return self._size
 
+    def __sizeof__(self):
+        """The buffer's size in bytes, as RMM's (sys.getsizeof adds the object's own)."""
+        return self._size
+
     @property
     def __cuda_array_interface__(self):
         return {
@@ -212,7 +231,7 @@ class DeviceBuffer:
         return to_device(b, stream=stream, mr=mr)
 
     def copy_to_host(self, ary=None, stream=DEFAULT_STREAM):
-        """Copy to host memory: into `ary` (any writable buffer, at least size bytes) or a new one.
+        """Copy to host memory: into `ary` (a writable buffer of bytes, at least size long) or a new one.
 
         Returns `ary`, or a new NumPy uint8 array (a bytearray without NumPy).
         """
@@ -222,7 +241,7 @@ class DeviceBuffer:
             ary = np.empty(self._size, dtype=np.uint8) if np is not None else bytearray(self._size)
         addr, n, keep = _host_buffer(ary, writable=True)
         if n < self._size:
-            raise ValueError("the host buffer holds %d bytes, the DeviceBuffer %d" % (n, self._size))
+            raise ValueError("Argument `ary` is too small. Need space for %d bytes." % self._size)
         if self._size:
             _lib.rmm_memcpy(addr, self._ptr, self._size, s._handle)
             _lib.rmm_stream_synchronize(s._handle)
@@ -230,22 +249,22 @@ class DeviceBuffer:
         return ary
 
     def copy_from_host(self, ary, stream=DEFAULT_STREAM):
-        """Copy a host buffer (at most size bytes) to the start of this buffer."""
+        """Copy a host buffer of bytes (at most size long) to the start of this buffer."""
         s = as_stream(stream)
         addr, n, keep = _host_buffer(ary, writable=False)
         if n > self._size:
-            raise ValueError("the host buffer holds %d bytes, more than the DeviceBuffer's %d" % (n, self._size))
+            raise ValueError("Argument `ary` is too large: %d bytes, the DeviceBuffer holds %d." % (n, self._size))
         if n:
             _lib.rmm_memcpy(self._ptr, addr, n, s._handle)
             _lib.rmm_stream_synchronize(s._handle)
         del keep
 
-    def copy_from_device(self, cai_obj, stream=DEFAULT_STREAM):
+    def copy_from_device(self, cuda_ary, stream=DEFAULT_STREAM):
         """Copy a 1-D contiguous device array (__cuda_array_interface__) to the start of this buffer."""
         s = as_stream(stream)
-        src, n = _device_array(cai_obj)
+        src, n = _device_array(cuda_ary)
         if n > self._size:
-            raise ValueError("the device array holds %d bytes, more than the DeviceBuffer's %d" % (n, self._size))
+            raise ValueError("Argument `cuda_ary` is too large: %d bytes, the DeviceBuffer holds %d." % (n, self._size))
         if n:
             _lib.rmm_memcpy(self._ptr, src, n, s._handle)
 
@@ -267,7 +286,12 @@ class DeviceBuffer:
     def __deepcopy__(self, memo):
         return self.copy()
 
-    def __reduce__(self):
+    def __reduce_ex__(self, protocol):
+        # Protocol 5 hands the bytes out of band, as one PickleBuffer, when the
+        # pickler takes buffers (in band it writes them as a bytearray).
+        # Loading copies them to a new buffer from the current resource.
+        if protocol >= 5:
+            return (to_device, (pickle.PickleBuffer(self.copy_to_host(bytearray(self._size))),))
         return (to_device, (self.tobytes(),))
 
     # -- capacity
@@ -275,13 +299,13 @@ class DeviceBuffer:
     def reserve(self, new_capacity, stream=DEFAULT_STREAM):
         """Grow the allocation to at least new_capacity bytes, keeping the contents."""
         s = as_stream(stream)
-        new_capacity = int(new_capacity)
+        new_capacity = as_size_t(new_capacity, "new_capacity")
         if new_capacity <= self._capacity:
             return
         out = c_void_p()
         st = self._allocate(self._mr._handle, s._handle, new_capacity, _ALIGN, out)
         if st:
-            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot allocate %d bytes" % new_capacity)
+            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot allocate %d bytes" % new_capacity, allocating=True)
         if self._size:
             _lib.rmm_memcpy(out.value, self._ptr, self._size, s._handle)
         old, old_cap, old_stream = self._ptr, self._capacity, self._stream
@@ -295,11 +319,10 @@ class DeviceBuffer:
 
     def resize(self, new_size, stream=DEFAULT_STREAM):
         """Change the size; shrinking keeps the allocation, growing reallocates and copies."""
-        new_size = int(new_size)
-        if new_size < 0:
-            raise ValueError("size cannot be negative: %d" % new_size)
+        s = as_stream(stream)
+        new_size = as_size_t(new_size, "new_size")
         if new_size > self._capacity:
-            self.reserve(new_size, stream)
+            self.reserve(new_size, s)
         self._size = new_size
 
     def prefetch(self, device=None, stream=None):
@@ -323,7 +346,7 @@ class DeviceBuffer:
 
 
 def to_device(b, stream=DEFAULT_STREAM, mr=None):
-    """A new DeviceBuffer holding a copy of host buffer `b`."""
+    """A new DeviceBuffer holding a copy of host buffer `b` (bytes-like, format "B", 1-D contiguous)."""
     s = as_stream(stream)
     addr, n, keep = _host_buffer(b, writable=False)
     buf = DeviceBuffer(size=n, stream=s, mr=mr)
@@ -334,28 +357,32 @@ def to_device(b, stream=DEFAULT_STREAM, mr=None):
     return buf
 
 
-def copy_ptr_to_host(db_ptr, hb, stream=DEFAULT_STREAM):
-    """Copy len(hb) bytes from device pointer db_ptr into host buffer hb."""
+def copy_ptr_to_host(db, hb, stream=DEFAULT_STREAM):
+    """Copy len(hb) bytes from device pointer db into host buffer hb."""
     s = as_stream(stream)
+    db = as_size_t(db, "db")
     addr, n, keep = _host_buffer(hb, writable=True)
     if n:
-        _lib.rmm_memcpy(addr, int(db_ptr), n, s._handle)
+        _lib.rmm_memcpy(addr, db, n, s._handle)
         _lib.rmm_stream_synchronize(s._handle)
     del keep
 
 
-def copy_host_to_ptr(hb, db_ptr, stream=DEFAULT_STREAM):
-    """Copy host buffer hb to device pointer db_ptr."""
+def copy_host_to_ptr(hb, db, stream=DEFAULT_STREAM):
+    """Copy host buffer hb to device pointer db."""
     s = as_stream(stream)
+    db = as_size_t(db, "db")
     addr, n, keep = _host_buffer(hb, writable=False)
     if n:
-        _lib.rmm_memcpy(int(db_ptr), addr, n, s._handle)
+        _lib.rmm_memcpy(db, addr, n, s._handle)
         _lib.rmm_stream_synchronize(s._handle)
     del keep
 
 
-def copy_device_to_ptr(d_src, d_dst, size, stream=DEFAULT_STREAM):
-    """Copy size bytes between device pointers, in stream order (no sync)."""
+def copy_device_to_ptr(d_src, d_dst, count, stream=DEFAULT_STREAM):
+    """Copy count bytes between device pointers, in stream order (no sync)."""
     s = as_stream(stream)
-    if size:
-        _lib.rmm_memcpy(int(d_dst), int(d_src), int(size), s._handle)
+    d_src, d_dst = as_size_t(d_src, "d_src"), as_size_t(d_dst, "d_dst")
+    count = as_size_t(count, "count")
+    if count:
+        _lib.rmm_memcpy(d_dst, d_src, count, s._handle)

@@ -6,10 +6,11 @@ every allocation made through it, from Python, C, C++, Go, CuPy, Numba or
 PyTorch alike.
 """
 
+import functools
 import inspect
 import threading
 from collections import defaultdict
-from contextlib import ContextDecorator, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from . import mr
@@ -24,6 +25,7 @@ __all__ = [
     "ProfilerRecords",
     "default_profiler_records",
     "profiler",
+    "ProfilerContext",
 ]
 
 
@@ -148,40 +150,55 @@ class ProfilerRecords:
         return "\n".join(lines)
 
     def __repr__(self):
+        return "%s(%r)" % (type(self).__name__, self.records)
+
+    def __str__(self):
         return self.report()
 
 
 default_profiler_records = ProfilerRecords()
 
 
-def _describe(obj):
-    """'file:line(qualname)' for a function."""
-    try:
-        fname = inspect.getsourcefile(obj) or inspect.getfile(obj)
-        _, line = inspect.getsourcelines(obj)
-    except (OSError, TypeError):
-        fname, line = "?", 0
-    return "%s:%d(%s)" % (fname, line, getattr(obj, "__qualname__", repr(obj)))
+def _get_descriptive_name_of_object(obj):
+    """'file:line(qualname)' of a function (unwrapping decorators), the name
+    a profiled function's records go under."""
+    unwrapped = inspect.unwrap(obj)
+    _, line = inspect.getsourcelines(unwrapped)
+    return "%s:%d(%s)" % (inspect.getfile(unwrapped), line, unwrapped.__qualname__)
 
 
-class profiler(ContextDecorator):
-    """Record memory statistics of a function (decorator) or a named block (context manager).
+class ProfilerContext:
+    """Records memory statistics of a function (as a decorator) or a block (as a context manager).
 
-    Needs statistics enabled (``enable_statistics()``); records go to
-    ``records`` (default: ``default_profiler_records``).
+    Records go to `records` under `name`; a decorated function's name
+    defaults to _get_descriptive_name_of_object(func). Needs statistics
+    enabled (the current resource a StatisticsResourceAdaptor); otherwise
+    it records nothing.
     """
 
-    def __init__(self, *, records=default_profiler_records, name=""):
+    def __init__(self, records, name):
         self._records = records
         self._name = name
 
     def __call__(self, func):
-        self._name = _describe(func)
-        return super().__call__(func)
+        name = self._name or _get_descriptive_name_of_object(func)
+        records = self._records
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            push_statistics()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                stats = pop_statistics()
+                if stats is not None:
+                    records.add(name=name, data=stats)
+
+        return wrapper
 
     def __enter__(self):
         if not self._name:
-            raise ValueError("When profiler is used as a context manager, a name must be given")
+            raise ValueError("When profiler is used as a context manager, a name must be provided")
         push_statistics()
         return self
 
@@ -190,3 +207,12 @@ class profiler(ContextDecorator):
         if stats is not None:
             self._records.add(name=self._name, data=stats)
         return False
+
+
+def profiler(*, records=default_profiler_records, name=""):
+    """A decorator and context manager that records memory statistics (see ProfilerContext).
+
+    name: the record's name; required as a context manager, optional as a
+    decorator (then file:line(function)).
+    """
+    return ProfilerContext(records, name)

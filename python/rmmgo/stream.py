@@ -12,6 +12,7 @@ import threading
 import weakref
 
 from . import _bindings as _b
+from ._utils import as_size_t
 
 __all__ = [
     "Stream",
@@ -21,6 +22,7 @@ __all__ = [
     "LEGACY_DEFAULT_STREAM",
     "PER_THREAD_DEFAULT_STREAM",
     "as_stream",
+    "STREAM_NONE_MESSAGE",
 ]
 
 
@@ -38,16 +40,27 @@ def _destroy_stream(handle, destroy=_b.lib.rmm_stream_destroy):
         pass
 
 
-class _OwnedStream:
-    """Owns one stream the library created; destroys it when collected."""
+class _OwningStream:
+    """A new CUDA stream, destroyed when this object is collected (RMM's _OwningStream).
+
+    flags: a CudaStreamFlags (SYNC_DEFAULT: the stream synchronizes with the
+    legacy default stream; NON_BLOCKING: it does not).
+    """
 
     __slots__ = ("handle", "__weakref__")
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, flags=CudaStreamFlags.SYNC_DEFAULT):
+        flags = CudaStreamFlags(flags)
+        out = ctypes.c_void_p()
+        _b.lib.rmm_stream_create_with_flags(ctypes.byref(out), int(flags))
+        self.handle = out.value or 0
         # Not at interpreter exit: buffers still alive then are freed on this
         # stream afterwards, and the process's end reclaims streams anyway.
-        weakref.finalize(self, _destroy_stream, handle).atexit = False
+        weakref.finalize(self, _destroy_stream, self.handle).atexit = False
+
+    def value(self):
+        """The cudaStream_t as an int."""
+        return self.handle
 
 
 def _handle_of(obj):
@@ -55,7 +68,7 @@ def _handle_of(obj):
     if isinstance(obj, Stream):
         return obj._handle, obj._owner
     if isinstance(obj, bool):
-        raise TypeError("a bool is not a stream")
+        raise TypeError("Cannot create stream from %s" % type(obj))
     if isinstance(obj, int):
         return obj, None
     proto = getattr(obj, "__cuda_stream__", None)
@@ -63,7 +76,9 @@ def _handle_of(obj):
         info = proto() if callable(proto) else proto
         version, handle = info
         if version != 0:
-            raise TypeError("unsupported __cuda_stream__ protocol version %r" % (version,))
+            raise NotImplementedError(
+                "rmmgo supports the CUDA Stream Protocol version 0, not version: '%s'." % (version,)
+            )
         return int(handle), obj
     for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
         v = getattr(obj, attr, None)
@@ -76,7 +91,7 @@ def _handle_of(obj):
             return int(v or 0), obj
         except (TypeError, ValueError):
             pass
-    raise TypeError("cannot make a Stream from %s" % type(obj).__name__)
+    raise TypeError("Cannot create stream from %s" % type(obj))
 
 
 class Stream:
@@ -94,14 +109,14 @@ class Stream:
 
     def __init__(self, obj=None, flags=None):
         if obj is None:
-            flags = CudaStreamFlags.SYNC_DEFAULT if flags is None else CudaStreamFlags(flags)
-            out = ctypes.c_void_p()
-            _b.lib.rmm_stream_create_with_flags(ctypes.byref(out), int(flags))
-            owned = _OwnedStream(out.value or 0)
+            owned = _OwningStream(CudaStreamFlags.SYNC_DEFAULT if flags is None else flags)
             self._handle, self._owner = owned.handle, owned
         else:
             if flags is not None:
-                raise ValueError("flags apply only to a new stream (obj=None)")
+                raise ValueError(
+                    "flags may only be specified when obj is None; "
+                    "flags cannot be applied to an existing stream."
+                )
             self._handle, self._owner = _handle_of(obj)
 
     @classmethod
@@ -139,7 +154,7 @@ class Stream:
         return hash(self._handle)
 
     def __repr__(self):
-        return "<rmmgo.Stream 0x%x%s>" % (self._handle, " owned" if isinstance(self._owner, _OwnedStream) else "")
+        return "<rmmgo.Stream 0x%x%s>" % (self._handle, " owned" if isinstance(self._owner, _OwningStream) else "")
 
 
 DEFAULT_STREAM = Stream._from_handle(0)
@@ -147,31 +162,45 @@ LEGACY_DEFAULT_STREAM = Stream._from_handle(1)
 PER_THREAD_DEFAULT_STREAM = Stream._from_handle(2)
 
 
+# RMM's words for a stream argument of None, wherever a stream is taken.
+STREAM_NONE_MESSAGE = "stream argument cannot be None. Please provide a valid Stream instance."
+
+
 def as_stream(stream):
-    """A Stream for an argument; None is refused (TypeError), as in RMM."""
-    if isinstance(stream, Stream):
+    """A Stream for an argument; None is refused with RMM's TypeError."""
+    if stream.__class__ is Stream:
         return stream
     if stream is None:
-        raise TypeError("stream must be a Stream (or an object naming a CUDA stream), not None")
+        raise TypeError(STREAM_NONE_MESSAGE)
+    if isinstance(stream, Stream):
+        return stream
     return Stream(stream)
 
 
 class CudaStreamPool:
-    """A fixed set of owned streams handed out round robin."""
+    """A fixed set of owned streams handed out round robin (RMM's cuda_stream_pool).
+
+    CudaStreamPool(pool_size=16, flags=CudaStreamFlags.SYNC_DEFAULT); the
+    streams live as long as the pool or a Stream taken from it.
+    """
 
     def __init__(self, pool_size=16, flags=CudaStreamFlags.SYNC_DEFAULT):
-        if pool_size <= 0:
-            raise ValueError("pool_size must be positive")
+        pool_size = as_size_t(pool_size, "pool_size")
+        if pool_size == 0:
+            raise ValueError("Stream pool size must be greater than zero")
         self._streams = [Stream(flags=flags) for _ in range(pool_size)]
         self._next = itertools.count()
         self._lock = threading.Lock()
 
     def get_stream(self, stream_id=None):
-        """The next stream, or the one at stream_id (modulo the pool size)."""
+        """The next stream round robin, or the one at stream_id (modulo the pool size)."""
         if stream_id is None:
             with self._lock:
                 stream_id = next(self._next)
+        else:
+            stream_id = as_size_t(stream_id, "stream_id")
         return self._streams[stream_id % len(self._streams)]
 
     def get_pool_size(self):
+        """The number of streams."""
         return len(self._streams)

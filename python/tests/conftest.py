@@ -56,9 +56,17 @@ def pytest_configure(config):
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.dirname(HERE)
-REPO = os.path.dirname(PYTHON_DIR)
-if PYTHON_DIR not in sys.path:
+# RMMGO_TEST_INSTALLED=1 (the wheel test, scripts/wheel-test.sh): test the
+# rmmgo that is installed, from wherever these tests were copied, and fail if
+# the import finds a source tree instead. Otherwise the tests sit in a
+# checkout and test its python/rmmgo.
+INSTALLED = os.environ.get("RMMGO_TEST_INSTALLED") == "1"
+# The checkout (or the GPU bundle) whose include/ and docs/ some tests read:
+# $RMMGO_SOURCE_DIR, else the checkout these tests sit in.
+REPO = os.environ.get("RMMGO_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
+INCLUDE_DIR = os.path.join(REPO, "include")
+PYTHON_DIR = None if INSTALLED else os.path.dirname(HERE)
+if PYTHON_DIR and PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
 if _want:  # about to start again: do not load the library with the wrong settings
@@ -69,12 +77,24 @@ else:
     from rmmgo import _bindings
 
     BACKEND = rmmgo.backend()
+    if INSTALLED:
+        _pkg = os.path.dirname(os.path.abspath(rmmgo.__file__))
+        if os.path.exists(os.path.join(_pkg, "..", "pyproject.toml")) or not os.path.samefile(
+            os.path.dirname(rmmgo.library_path()), _pkg
+        ):
+            raise pytest.UsageError(
+                "RMMGO_TEST_INSTALLED=1 but rmmgo comes from %s with librmmgo.so at %s: "
+                "not an installed package with its library beside it" % (_pkg, rmmgo.library_path())
+            )
 ON_GPU = BACKEND == "cuda"
+PACKAGE_DIR = os.path.dirname(os.path.abspath(rmmgo.__file__)) if rmmgo else None
 
 
 def pytest_report_header(config):
-    return "rmmgo: backend %s, librmmgo.so at %s (version %s)" % (
+    return "rmmgo: backend %s, %s package at %s, librmmgo.so at %s (version %s)" % (
         BACKEND,
+        "installed" if INSTALLED else "source",
+        PACKAGE_DIR,
         rmmgo.library_path(),
         rmmgo.library_version(),
     )
@@ -105,7 +125,8 @@ def _reset_all():
 def run_python(code, env=None, timeout=300):
     """Run `code` in a fresh interpreter with this package importable; returns CompletedProcess."""
     e = dict(os.environ)
-    e["PYTHONPATH"] = PYTHON_DIR + os.pathsep + e.get("PYTHONPATH", "")
+    if PYTHON_DIR:
+        e["PYTHONPATH"] = PYTHON_DIR + os.pathsep + e.get("PYTHONPATH", "")
     if env:
         e.update(env)
     return subprocess.run(
@@ -115,3 +136,6 @@ def run_python(code, env=None, timeout=300):
 
 requires_gpu = pytest.mark.skipif(not ON_GPU, reason="needs the real GPU (RMMGO_BACKEND=cuda)")
 simulated_only = pytest.mark.skipif(ON_GPU, reason="simulated-device test")
+needs_source = pytest.mark.skipif(
+    not os.path.isdir(INCLUDE_DIR), reason="needs the checkout's include/ (set RMMGO_SOURCE_DIR)"
+)

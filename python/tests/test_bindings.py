@@ -10,9 +10,9 @@ import pytest
 
 import rmmgo
 from rmmgo import _bindings as b
-from conftest import REPO, run_python
+from conftest import INCLUDE_DIR, PACKAGE_DIR, needs_source, run_python
 
-HEADER = os.path.join(REPO, "include", "rmmgo.h")
+HEADER = os.path.join(INCLUDE_DIR, "rmmgo.h")
 
 
 def header_functions():
@@ -26,6 +26,7 @@ def header_functions():
     return {n for n in names if not n.endswith("_callback")}
 
 
+@needs_source
 def test_every_header_function_is_declared_once():
     declared = set(b.FUNCTIONS)
     in_header = header_functions()
@@ -63,6 +64,7 @@ int main(void) {
 """
 
 
+@needs_source
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
 def test_struct_layouts_match_the_header(tmp_path):
     fields = [f[0] for f in b.ResourceOptions._fields_]
@@ -70,7 +72,7 @@ def test_struct_layouts_match_the_header(tmp_path):
     c = tmp_path / "layout.c"
     c.write_text(src)
     exe = tmp_path / "layout"
-    subprocess.run(["cc", "-I", os.path.join(REPO, "include"), "-o", str(exe), str(c)], check=True)
+    subprocess.run(["cc", "-I", INCLUDE_DIR, "-o", str(exe), str(c)], check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
     got = dict((ln.split()[0], tuple(map(int, ln.split()[1:]))) for ln in out if ln)
     assert got["sizeof"] == (ctypes.sizeof(b.ResourceOptions),)
@@ -162,7 +164,7 @@ def _load_lib_module():
         "import importlib.util, sys\n"
         "spec = importlib.util.spec_from_file_location('L', %r)\n"
         "L = importlib.util.module_from_spec(spec); spec.loader.exec_module(L)\n"
-        % os.path.join(REPO, "python", "rmmgo", "_lib.py")
+        % os.path.join(PACKAGE_DIR, "_lib.py")
     )
 
 
@@ -194,3 +196,29 @@ def test_importing_rmmgo_imports_no_framework():
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler")
+def test_pip_cuda_runtime_is_preloaded_only_when_nothing_else_provides_one(tmp_path):
+    # A stand-in for NVIDIA's pip package: site/nvidia/cuda_runtime/lib/libcudart.so.12.
+    lib = tmp_path / "site" / "nvidia" / "cuda_runtime" / "lib"
+    lib.mkdir(parents=True)
+    src = tmp_path / "fake.c"
+    src.write_text("int rmmgo_fake_cudart(void) { return 12; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcudart.so.12", "-o", str(lib / "libcudart.so.12"), str(src)], check=True)
+    code = _load_lib_module() + (
+        "import ctypes.util\n"
+        "print('SYSTEM' if ctypes.util.find_library('cudart') else 'NONE')\n"
+        "print(L._preload_pip_cuda_runtime([%r]))\n"
+    ) % str(tmp_path / "site")
+    for env, expect_loaded in (
+        ({"RMMGO_BACKEND": "cuda"}, True),
+        ({"RMMGO_BACKEND": "simulated"}, False),
+        ({"RMMGO_BACKEND": "cuda", "RMMGO_CUDART_LIBRARY": "/x/libcudart.so"}, False),
+    ):
+        r = run_python(code, env=env)
+        assert r.returncode == 0, r.stderr
+        system, got = r.stdout.split()
+        if system == "SYSTEM":
+            pytest.skip("this machine has a system libcudart: the pip one is never needed")
+        assert got == (str(lib / "libcudart.so.12") if expect_loaded else "None"), (env, r.stdout)

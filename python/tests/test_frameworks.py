@@ -34,7 +34,7 @@ import json
 import cupy
 import rmmgo as rmm
 from rmmgo import mr
-from rmmgo.allocators.cupy import rmm_cupy_allocator, rmm_cupy_python_allocator
+from rmmgo.allocators.cupy import make_cupy_allocator, rmm_cupy_allocator
 from rmmgo.statistics import enable_statistics, get_statistics
 
 enable_statistics()
@@ -69,14 +69,52 @@ else:
     raise AssertionError("no MemoryError")
 mr.set_current_device_resource(keep)
 
-# The Python allocator (CuPy's current stream) works too.
-cupy.cuda.set_allocator(rmm_cupy_python_allocator)
-with cupy.cuda.Stream():
-    c = cupy.full(1000, 3, dtype=cupy.int64)
-    assert int(c.sum()) == 3000
-cupy.cuda.set_allocator(None)
+# The memory object owns its DeviceBuffer (RMM's allocator), for any size.
+m = rmm_cupy_allocator(42)
+assert m.mem.size == 42 and m.mem.ptr != 0 and isinstance(m.mem._owner, rmm.DeviceBuffer)
+m = rmm_cupy_allocator(0)
+assert m.mem.size == 0 and m.mem.ptr == 0 and isinstance(m.mem._owner, rmm.DeviceBuffer)
+x = cupy.arange(10)
+assert isinstance(x.data.mem._owner, rmm.DeviceBuffer)
+del m, x
+
+# The C-function allocator (default stream only) works too.
+cupy.cuda.set_allocator(make_cupy_allocator(c_function=True))
+c = cupy.full(1000, 3, dtype=cupy.int64)
+assert int(c.sum()) == 3000
+del c
 s = get_statistics()
-print(json.dumps(dict(peak_bytes=s.peak_bytes, total_count=s.total_count, total_bytes=s.total_bytes, oom=oom)))
+cupy.cuda.set_allocator(None)
+stats_line = dict(peak_bytes=s.peak_bytes, total_count=s.total_count, total_bytes=s.total_bytes, oom=oom)
+
+# A pool with CuPy's default and a non-default stream: the buffer lives on
+# CuPy's current stream and is freed there.
+for make_stream in (lambda: cupy.cuda.stream.Stream.null, cupy.cuda.Stream):
+    rmm.reinitialize(pool_allocator=True, initial_pool_size="64MiB")
+    cupy.cuda.set_allocator(rmm_cupy_allocator)
+    stream = make_stream()
+    with stream:
+        m = rmm_cupy_allocator(42)
+        assert m.mem.ptr != 0 and isinstance(m.mem._owner, rmm.DeviceBuffer)
+        assert m.mem._owner.stream.handle == stream.ptr
+        a = cupy.arange(10)
+        assert isinstance(a.data.mem._owner, rmm.DeviceBuffer) and int(a.sum()) == 45
+    del a, m
+    stream.synchronize()
+    cupy.cuda.set_allocator(None)
+    rmm.reinitialize()
+# A stream dropped while an array allocated on it lives.
+rmm.reinitialize(pool_allocator=True, initial_pool_size="64MiB")
+cupy.cuda.set_allocator(rmm_cupy_allocator)
+stream = cupy.cuda.Stream()
+stream.use()
+x = cupy.arange(10)
+del stream
+cupy.cuda.Stream.null.use()
+del x
+cupy.cuda.set_allocator(None)
+rmm.reinitialize()
+print(json.dumps(stats_line))
 """
 
 

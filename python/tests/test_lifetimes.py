@@ -3,7 +3,7 @@
 import os
 import shutil
 
-from conftest import run_python
+from conftest import PACKAGE_DIR, run_python
 
 EXIT_SCRIPT = r"""
 import sys, threading
@@ -65,11 +65,10 @@ import time; time.sleep(0.3)
 
 
 def test_import_without_library_says_what_to_do(tmp_path):
-    pkg = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = "import rmmgo"
     # Point everything away from a real library: a copy of the package alone.
     dst = tmp_path / "site"
-    shutil.copytree(os.path.join(pkg, "rmmgo"), str(dst / "rmmgo"), ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copytree(PACKAGE_DIR, str(dst / "rmmgo"), ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     r = run_python(code, env={"PYTHONPATH": str(dst), "RMMGO_LIBRARY": str(tmp_path / "none.so"), "LD_LIBRARY_PATH": ""})
     assert r.returncode != 0
     assert "LibraryNotFoundError" in r.stderr and "RMMGO_LIBRARY" in r.stderr and "make lib" in r.stderr

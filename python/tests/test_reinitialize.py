@@ -31,9 +31,15 @@ def test_pool_with_string_sizes():
     assert type(res.upstream_mr) is mr.CudaMemoryResource
 
 
-def test_sizes_need_the_pool():
-    with pytest.raises(ValueError):
-        rmm.reinitialize(initial_pool_size=1 << 20)
+def test_sizes_without_the_pool_are_ignored():
+    # As RMM: initial_pool_size and maximum_pool_size matter only with pool_allocator.
+    rmm.reinitialize(initial_pool_size=1 << 20, maximum_pool_size="bad")
+    assert type(mr.get_current_device_resource()) is mr.CudaMemoryResource
+
+
+def test_initial_above_maximum_raises_rmms_message():
+    with pytest.raises(RuntimeError, match="Initial pool size exceeds the maximum pool size"):
+        rmm.reinitialize(pool_allocator=True, initial_pool_size=1 << 11, maximum_pool_size=1 << 10)
 
 
 def test_logging_per_device(tmp_path):

@@ -4,19 +4,19 @@
     from rmmgo.allocators.cupy import rmm_cupy_allocator
     cupy.cuda.set_allocator(rmm_cupy_allocator)
 
-CuPy calls the library's C functions ``rmm_cupy_malloc`` / ``rmm_cupy_free``
-through ``cupy.cuda.memory.CFunctionAllocator``: allocating and freeing run
-no Python code of ours except one check. That check is needed because CuPy
-does not look at the pointer a C allocator returns: without it, running out of
-memory would hand CuPy a NULL pointer instead of raising. The check raises
-``rmmgo.OutOfMemoryError`` (a MemoryError) with the library's message.
-``make_cupy_allocator(checked=False)`` gives the bare C allocator for those who
-want no Python at all and accept that risk.
+``rmm_cupy_allocator`` is RMM's: each allocation is a DeviceBuffer from the
+current device resource, on CuPy's current stream, and the CuPy memory
+object owns it (``MemoryPointer.mem._owner`` is the DeviceBuffer), so the
+memory is freed on the stream CuPy used it on, whatever stream that is.
 
-The C entry points take no stream: memory is allocated and freed in the
-order of the default stream. With a CuPy version that lacks
-CFunctionAllocator, a Python allocator (a DeviceBuffer on CuPy's current
-stream, as RMM's) is used instead.
+``make_cupy_allocator(mr=None, c_function=False)`` gives the same allocator
+for a chosen resource; with ``c_function=True`` CuPy calls the library's C
+functions ``rmm_cupy_malloc`` / ``rmm_cupy_free`` through
+``cupy.cuda.memory.CFunctionAllocator`` instead, running no Python of ours
+per allocation but one check. Those take no stream: memory is allocated
+and freed in the order of the default stream, so use that allocator only
+with CuPy's default stream. Running out of memory raises
+``rmmgo.OutOfMemoryError`` (a MemoryError) with the library's message.
 """
 
 import ctypes
@@ -38,62 +38,60 @@ def _require_cupy():
         raise ModuleNotFoundError("No module named 'cupy'")
 
 
-def rmm_cupy_python_allocator(nbytes):
-    """The Python allocator: a DeviceBuffer from the current resource on CuPy's current stream."""
-    _require_cupy()
+def _allocate(nbytes, mr):
+    """A MemoryPointer to a new DeviceBuffer of nbytes on CuPy's current stream."""
     stream = Stream(obj=cupy.cuda.get_current_stream())
-    buf = DeviceBuffer(size=nbytes, stream=stream)
+    buf = DeviceBuffer(size=nbytes, stream=stream, mr=mr)
     dev_id = -1 if buf.ptr else cupy.cuda.device.get_device_id()
     mem = cupy.cuda.UnownedMemory(ptr=buf.ptr, size=buf.size, owner=buf, device_id=dev_id)
     return cupy.cuda.memory.MemoryPointer(mem, 0)
+
+
+def rmm_cupy_allocator(nbytes):
+    """A CuPy allocator over rmmgo: a DeviceBuffer from the current resource on CuPy's current stream."""
+    _require_cupy()
+    return _allocate(nbytes, None)
+
+
+# The name this module used before rmm_cupy_allocator became RMM's Python
+# allocator; the same function.
+rmm_cupy_python_allocator = rmm_cupy_allocator
 
 
 def _c_function(name):
     return ctypes.cast(getattr(_b.lib, name), ctypes.c_void_p).value
 
 
-def make_cupy_allocator(mr=None, checked=True):
+def make_cupy_allocator(mr=None, c_function=False):
     """An allocator for ``cupy.cuda.set_allocator``.
 
-    mr: a memory resource to allocate from (kept alive by the allocator);
-    None: the current device's resource at each allocation. checked=False
-    returns CuPy's bare C allocator (see the module docstring).
+    mr: the resource to allocate from (kept alive by the allocator); None:
+    the current device's resource at each allocation. c_function: CuPy's C
+    function allocator over the library instead (see the module docstring).
     """
     _require_cupy()
     cfa = getattr(cupy.cuda.memory, "CFunctionAllocator", None)
-    if cfa is None:
-        if mr is not None:
-            def python_allocator(nbytes):
-                buf = DeviceBuffer(size=nbytes, stream=Stream(obj=cupy.cuda.get_current_stream()), mr=mr)
-                dev_id = -1 if buf.ptr else cupy.cuda.device.get_device_id()
-                mem = cupy.cuda.UnownedMemory(ptr=buf.ptr, size=buf.size, owner=buf, device_id=dev_id)
-                return cupy.cuda.memory.MemoryPointer(mem, 0)
+    if not c_function or cfa is None:
+        if mr is None:
+            return rmm_cupy_allocator
 
-            return python_allocator
-        return rmm_cupy_python_allocator
+        def allocator(nbytes):
+            return _allocate(nbytes, mr)
+
+        return allocator
     param = 0 if mr is None else mr.handle
     owner = (_b.lib, mr)
     malloc = cfa(param, _c_function("rmm_cupy_malloc"), _c_function("rmm_cupy_free"), owner).malloc
-    if not checked:
-        return malloc
     last_error = _b.last_error_message
     oom = _b.OutOfMemoryError
     status = _b.Status.ERROR_OUT_OF_MEMORY
 
-    def rmm_cupy_allocator(nbytes):
+    def rmm_cupy_c_allocator(nbytes):
+        # CuPy does not look at the pointer a C allocator returns: without this
+        # check, running out of memory would give CuPy NULL instead of raising.
         mp = malloc(nbytes)
         if nbytes and not mp.ptr:
             raise oom(status, last_error() or "rmm_cupy_malloc: cannot allocate %d bytes" % nbytes)
         return mp
 
-    rmm_cupy_allocator.__doc__ = "CuPy allocator over librmmgo's rmm_cupy_malloc/rmm_cupy_free."
-    return rmm_cupy_allocator
-
-
-if cupy is not None:
-    rmm_cupy_allocator = make_cupy_allocator()
-else:
-
-    def rmm_cupy_allocator(nbytes):
-        """A CuPy allocator that makes use of rmmgo (CuPy is not installed)."""
-        _require_cupy()
+    return rmm_cupy_c_allocator

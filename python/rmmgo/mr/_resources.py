@@ -26,7 +26,7 @@ from ctypes import byref, c_int, c_size_t, c_void_p
 
 from .. import _bindings as _b
 from .._bindings import RMMError, RMMRuntimeError, ResourceKind, Status
-from .._utils import parse_bytes
+from .._utils import SIZE_MAX, as_size_t, parse_bytes
 from ..stream import DEFAULT_STREAM, Stream, as_stream
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "CudaAsyncMemoryResource",
     "CudaAsyncViewMemoryResource",
     "CudaAsyncManagedMemoryResource",
+    "CudaAsyncPinnedMemoryResource",
     "PoolMemoryResource",
     "ArenaMemoryResource",
     "FixedSizeMemoryResource",
@@ -55,9 +56,11 @@ __all__ = [
     "TrackingResourceAdaptor",
     "RMMLogicError",
     "get_current_device_resource",
+    "get_current_device_resource_type",
     "set_current_device_resource",
     "reset_current_device_resource",
     "get_per_device_resource",
+    "get_per_device_resource_type",
     "set_per_device_resource",
     "reset_per_device_resource",
     "available_device_memory",
@@ -198,13 +201,17 @@ def _kind(kind):
     return register
 
 
-def _size_option(value, default=_b.SIZE_DEFAULT):
-    """A size argument as the options struct wants it (None: the default)."""
+def _size_option(value, name, default=_b.SIZE_DEFAULT):
+    """A size argument (an int or a string such as "1GiB") as the options struct wants it.
+
+    None: the default. Negative or too large: OverflowError, as RMM's size_t.
+    SIZE_MAX itself means "the default" to the library, so it is refused too.
+    """
     if value is None:
         return default
-    n = parse_bytes(value)
-    if n < 0:
-        raise ValueError("a size cannot be negative: %r" % (value,))
+    n = as_size_t(parse_bytes(value), name)
+    if n == SIZE_MAX:
+        raise OverflowError("%s: value %d too large (at most %d)" % (name, n, SIZE_MAX - 1))
     return n
 
 
@@ -214,6 +221,14 @@ def _handle_of(mr, what="upstream_mr"):
             raise TypeError("%s must be a memory resource, not None" % what)
         raise TypeError("%s must be a memory resource, not %s" % (what, type(mr).__name__))
     return mr._handle
+
+
+# What the simulated device needs to offer system memory; added to the error
+# a resource over system memory raises there.
+_SIM_PAGEABLE_HINT = (
+    "on the simulated device, set RMMGO_SIM_PAGEABLE=1 in the environment before "
+    "the process starts to give it pageable memory access"
+)
 
 
 def _create(kind, **fields):
@@ -227,6 +242,12 @@ def _create(kind, **fields):
     except RMMError as exc:
         if exc.status in (Status.ERROR_INVALID_ARGUMENT, Status.ERROR_BAD_ALIGNMENT):
             raise RMMLogicError(exc.status, str(exc)) from None
+        if (
+            exc.status == Status.ERROR_NOT_SUPPORTED
+            and kind in (ResourceKind.SYSTEM, ResourceKind.SAM_HEADROOM)
+            and _b.backend_name() == "simulated"
+        ):
+            raise type(exc)(exc.status, "%s (%s)" % (exc, _SIM_PAGEABLE_HINT)) from None
         raise
     return out.value
 
@@ -332,19 +353,30 @@ class DeviceMemoryResource:
     _deallocate_fn = _b.unchecked("rmm_deallocate")
 
     def allocate(self, nbytes, stream=DEFAULT_STREAM):
-        """Allocate nbytes in stream order; returns the pointer as an int (0 for 0 bytes)."""
+        """Allocate nbytes in stream order; returns the pointer as an int (0 for 0 bytes).
+
+        Every failure to allocate is a MemoryError (OutOfMemoryError when
+        there is no room); nbytes that is negative or above 2**64 - 1 is an
+        OverflowError.
+        """
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
+        if nbytes.__class__ is not int or nbytes < 0 or nbytes > SIZE_MAX:
+            nbytes = as_size_t(nbytes, "nbytes")
         out = c_void_p()
         st = self._allocate_fn(self._handle, stream._handle, nbytes, _ALIGN, out)
         if st:
-            _b.raise_for_status(st)
+            _b.raise_for_status(st, allocating=True)
         return out.value or 0
 
     def deallocate(self, ptr, nbytes, stream=DEFAULT_STREAM):
         """Give back memory from allocate (same nbytes) in stream order."""
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
+        if nbytes.__class__ is not int or nbytes < 0 or nbytes > SIZE_MAX:
+            nbytes = as_size_t(nbytes, "nbytes")
+        if ptr.__class__ is not int or ptr < 0 or ptr > SIZE_MAX:
+            ptr = as_size_t(ptr, "ptr")
         st = self._deallocate_fn(self._handle, stream._handle, ptr, nbytes, _ALIGN)
         if st:
             _b.raise_for_status(st)
@@ -422,7 +454,7 @@ class SamHeadroomMemoryResource(DeviceMemoryResource):
     """System memory, advised to the device while `headroom` bytes stay free there."""
 
     def __init__(self, headroom):
-        self._own(_create(self._kind, headroom=_size_option(headroom)))
+        self._own(_create(self._kind, headroom=_size_option(headroom, "headroom")))
 
 
 class _PoolHandleMixin:
@@ -448,14 +480,19 @@ class CudaAsyncMemoryResource(_PoolHandleMixin, DeviceMemoryResource):
             types |= _b.MemHandleType.POSIX_FILE_DESCRIPTOR
         if enable_fabric:
             types |= _b.MemHandleType.FABRIC
-        self._own(
-            _create(
+        try:
+            h = _create(
                 self._kind,
-                initial_pool_size=_size_option(initial_pool_size),
-                release_threshold=_size_option(release_threshold),
+                initial_pool_size=_size_option(initial_pool_size, "initial_pool_size"),
+                release_threshold=_size_option(release_threshold, "release_threshold"),
                 export_handle_types=int(types),
             )
-        )
+        except RMMError as exc:
+            if types and exc.status == Status.ERROR_NOT_SUPPORTED and not _exportable(types):
+                # RMM's words end the message, as RMM's own do.
+                raise type(exc)(exc.status, "%s: Requested IPC memory handle type not supported" % exc) from None
+            raise
+        self._own(h)
 
 
 @_kind(ResourceKind.CUDA_ASYNC_VIEW)
@@ -470,12 +507,42 @@ class CudaAsyncViewMemoryResource(_PoolHandleMixin, DeviceMemoryResource):
         self._own(_create(self._kind, pool_handle=h))
 
 
+_DEV_ATTR_MEMORY_POOL_SUPPORTED_HANDLE_TYPES = 119  # cudaDevAttrMemoryPoolSupportedHandleTypes
+
+
+def _exportable(types):
+    """Whether the current device's memory pools can export every handle type in `types`."""
+    v = c_int()
+    try:
+        _lib.rmm_device_get_attribute(byref(v), _DEV_ATTR_MEMORY_POOL_SUPPORTED_HANDLE_TYPES, _current_device())
+    except RMMError:
+        return False
+    return int(types) & ~v.value == 0
+
+
 @_kind(ResourceKind.CUDA_ASYNC_MANAGED)
 class CudaAsyncManagedMemoryResource(_PoolHandleMixin, DeviceMemoryResource):
-    """Stream-ordered managed memory from the device's default managed pool."""
+    """Stream-ordered managed memory from a managed memory pool (CUDA 13.0 or later)."""
 
     def __init__(self):
         self._own(_create(self._kind))
+
+
+class CudaAsyncPinnedMemoryResource(_PoolHandleMixin, DeviceMemoryResource):
+    """Stream-ordered pinned host memory from a pinned memory pool (RMM's experimental one).
+
+    Not available in rmmgo yet: librmmgo.so has no pinned-pool resource, so
+    making one raises RMMRuntimeError (status ERROR_NOT_SUPPORTED) saying so.
+    PinnedHostMemoryResource gives pinned host memory, not stream-ordered.
+    """
+
+    def __init__(self):
+        raise RMMRuntimeError(
+            Status.ERROR_NOT_SUPPORTED,
+            "CudaAsyncPinnedMemoryResource: not supported by rmmgo: librmmgo.so has no "
+            "stream-ordered pinned-memory pool resource (use PinnedHostMemoryResource for "
+            "pinned host memory)",
+        )
 
 
 # ----------------------------------------------------------- sub-allocators
@@ -490,12 +557,15 @@ class PoolMemoryResource(UpstreamResourceAdaptor):
     """
 
     def __init__(self, upstream_mr, initial_pool_size=None, maximum_pool_size=None):
-        self._init_adaptor(
-            self._kind,
-            upstream_mr,
-            initial_pool_size=_size_option(initial_pool_size),
-            maximum_pool_size=_size_option(maximum_pool_size),
-        )
+        initial = _size_option(initial_pool_size, "initial_pool_size")
+        maximum = _size_option(maximum_pool_size, "maximum_pool_size")
+        try:
+            self._init_adaptor(self._kind, upstream_mr, initial_pool_size=initial, maximum_pool_size=maximum)
+        except RMMLogicError as exc:
+            if initial_pool_size is not None and maximum_pool_size is not None and initial > maximum:
+                # RMM's message first: code written for RMM looks for it.
+                raise RMMLogicError(exc.status, "Initial pool size exceeds the maximum pool size! (%s)" % exc) from None
+            raise
 
     def pool_size(self):
         """Bytes taken from the upstream."""
@@ -522,7 +592,7 @@ class ArenaMemoryResource(UpstreamResourceAdaptor):
         self._init_adaptor(
             self._kind,
             upstream_mr,
-            arena_size=_size_option(arena_size),
+            arena_size=_size_option(arena_size, "arena_size"),
             dump_log_on_failure=1 if dump_log_on_failure else 0,
         )
 
@@ -532,13 +602,11 @@ class FixedSizeMemoryResource(UpstreamResourceAdaptor):
     """Blocks of one size (block_size), fetched blocks_to_preallocate at a time."""
 
     def __init__(self, upstream_mr, block_size=1 << 20, blocks_to_preallocate=128):
-        if blocks_to_preallocate < 0:
-            raise ValueError("blocks_to_preallocate cannot be negative")
         self._init_adaptor(
             self._kind,
             upstream_mr,
-            block_size=_size_option(block_size),
-            blocks_to_preallocate=blocks_to_preallocate,
+            block_size=_size_option(block_size, "block_size"),
+            blocks_to_preallocate=as_size_t(blocks_to_preallocate, "blocks_to_preallocate"),
         )
 
     def get_block_size(self):
@@ -574,7 +642,7 @@ class BinningMemoryResource(UpstreamResourceAdaptor):
         Not safe while other threads allocate from this resource.
         """
         bh = None if bin_resource is None else _handle_of(bin_resource, "bin_resource")
-        _lib.rmm_binning_add_bin(self._handle, parse_bytes(allocation_size), bh)
+        _lib.rmm_binning_add_bin(self._handle, as_size_t(parse_bytes(allocation_size), "allocation_size"), bh)
         if bin_resource is not None:
             self._bin_mrs.append(bin_resource)
 
@@ -592,9 +660,10 @@ class CallbackMemoryResource(DeviceMemoryResource):
     """A resource whose allocate and deallocate are Python functions.
 
     ``allocate_func(size, stream) -> int`` returns a pointer;
-    ``deallocate_func(ptr, size, stream)`` frees it. A MemoryError from
-    allocate_func surfaces as out of memory (MemoryError), any other exception
-    as RuntimeError, chained to the original.
+    ``deallocate_func(ptr, size, stream)`` frees it. An exception from
+    allocate_func comes out of the allocation: a MemoryError as out of memory
+    (MemoryError), any other exception as RuntimeError, with its message and
+    chained to the original, as in RMM.
 
     The functions are kept for the life of the process: C code may still hold
     the resource after this object is gone.
@@ -635,14 +704,19 @@ class AlignedResourceAdaptor(UpstreamResourceAdaptor):
         self._init_adaptor(
             self._kind,
             upstream_mr,
-            alignment=parse_bytes(alignment),
-            alignment_threshold=parse_bytes(alignment_threshold),
+            alignment=as_size_t(parse_bytes(alignment), "alignment"),
+            alignment_threshold=as_size_t(parse_bytes(alignment_threshold), "alignment_threshold"),
         )
 
 
 @_kind(ResourceKind.FAILURE_CALLBACK)
 class FailureCallbackResourceAdaptor(UpstreamResourceAdaptor):
-    """Calls ``callback(nbytes) -> bool`` when the upstream runs out of memory; True retries."""
+    """Calls ``callback(nbytes) -> bool`` when the upstream runs out of memory; True retries.
+
+    An exception the callback raises ends the allocation and comes out of it
+    (a MemoryError as out of memory, anything else as RuntimeError with the
+    same message), as in RMM.
+    """
 
     def __init__(self, upstream_mr, callback):
         if not callable(callback):
@@ -651,8 +725,8 @@ class FailureCallbackResourceAdaptor(UpstreamResourceAdaptor):
         def on_failure(nbytes, _arg):
             try:
                 return 1 if callback(nbytes) else 0
-            except BaseException:  # noqa: BLE001
-                _report_callback_error("FailureCallbackResourceAdaptor callback")
+            except BaseException as exc:  # noqa: BLE001 - raised by the allocation
+                _b.callback_error.exc = exc
                 return 0
 
         cb = _b.FailureCallback(on_failure)
@@ -666,7 +740,9 @@ class LimitingResourceAdaptor(UpstreamResourceAdaptor):
     """Refuses (out of memory) allocations past allocation_limit bytes outstanding."""
 
     def __init__(self, upstream_mr, allocation_limit):
-        self._init_adaptor(self._kind, upstream_mr, allocation_limit=parse_bytes(allocation_limit))
+        self._init_adaptor(
+            self._kind, upstream_mr, allocation_limit=as_size_t(parse_bytes(allocation_limit), "allocation_limit")
+        )
 
     def get_allocated_bytes(self):
         n = c_size_t()
@@ -769,7 +845,10 @@ class StatisticsResourceAdaptor(UpstreamResourceAdaptor):
         IndexError when only one level is left.
         """
         s = _b.StatisticsStruct()
-        _lib.rmm_statistics_pop(self._handle, byref(s))
+        try:
+            _lib.rmm_statistics_pop(self._handle, byref(s))
+        except IndexError as exc:
+            raise _b.RMMIndexError(exc.status, "cannot pop the last counter pair (%s)" % exc) from None
         return self._to_stats(s)
 
 
@@ -799,12 +878,21 @@ class TrackingResourceAdaptor(UpstreamResourceAdaptor):
         return n.value
 
     def get_outstanding_allocations_str(self):
-        return _b.read_string(_lib.rmm_tracking_report, self._handle)
+        """One line per outstanding allocation ("0x...: N B", with its call stack
+        when capture_stacks), then any mismatched deallocations; "" when there
+        are none, as RMM's."""
+        report = _b.read_string(_lib.rmm_tracking_report, self._handle)
+        if report.startswith(_REPORT_HEADER):  # the library's heading; RMM's string has none
+            report = report[len(_REPORT_HEADER):]
+        return report
 
     def log_outstanding_allocations(self):
         """Log the outstanding allocations at debug level (logger "rmmgo")."""
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("Outstanding Allocations: %s", self.get_outstanding_allocations_str())
+
+
+_REPORT_HEADER = "Outstanding Allocations:\n"
 
 
 # ------------------------------------------------------ per-device resources
@@ -849,6 +937,16 @@ def get_per_device_resource(device):
     out = c_void_p()
     _lib.rmm_get_per_device_resource(int(device), byref(out))
     return _take(out)
+
+
+def get_current_device_resource_type():
+    """The class of the current device's resource."""
+    return type(get_current_device_resource())
+
+
+def get_per_device_resource_type(device):
+    """The class of device `device`'s resource."""
+    return type(get_per_device_resource(device))
 
 
 def set_per_device_resource(device, mr):
@@ -931,6 +1029,14 @@ def disable_logging():
         if isinstance(current, LoggingResourceAdaptor):
             current.flush()
             set_per_device_resource(dev, current.upstream_mr)
+
+
+def _flush_logs():
+    """Flush every known device's LoggingResourceAdaptor (RMM's private helper, kept for its users)."""
+    for dev in _known_devices():
+        current = get_per_device_resource(dev)
+        if isinstance(current, LoggingResourceAdaptor):
+            current.flush()
 
 
 def get_log_filenames():

@@ -1,5 +1,5 @@
 """Experimental resources (RMM's ``rmm.mr.experimental``)."""
 
-from ._resources import CudaAsyncManagedMemoryResource
+from ._resources import CudaAsyncManagedMemoryResource, CudaAsyncPinnedMemoryResource
 
-__all__ = ["CudaAsyncManagedMemoryResource"]
+__all__ = ["CudaAsyncManagedMemoryResource", "CudaAsyncPinnedMemoryResource"]

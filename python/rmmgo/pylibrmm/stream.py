@@ -7,6 +7,7 @@ from ..stream import (
     CudaStreamFlags,
     CudaStreamPool,
     Stream,
+    _OwningStream,
 )
 
 __all__ = [

@@ -1,0 +1,5 @@
+"""RMM's ``rmm.pylibrmm.cuda_stream_pool``: see rmmgo.stream.CudaStreamPool."""
+
+from ..stream import CudaStreamPool
+
+__all__ = ["CudaStreamPool"]
