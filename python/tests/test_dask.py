@@ -182,6 +182,13 @@ def test_bad_settings_fail_before_a_cluster_starts():
     assert time.monotonic() - t0 < 10  # refused at once: no scheduler, no worker process
 
 
+def test_a_worker_whose_setup_fails_stops_the_cluster_start():
+    # Only the worker can tell its device has no room for the pool: it does
+    # not start, and neither does the cluster (nothing is left running).
+    with pytest.raises(RuntimeError, match="failed to start"):
+        LocalGPUCluster(n_workers=1, initial_pool_size="64TiB", dashboard_address=DASHBOARD)
+
+
 def test_pool_implied_and_settings_travel_without_resources():
     p = RMMSetup(initial_pool_size="1GiB")
     assert p.settings.pool_allocator and not p.settings.async_allocator
@@ -409,12 +416,13 @@ def test_preload_reads_the_config():
     assert stats["reserved_bytes"] == 4 * MiB
 
 
-def test_command_line_worker():
+def test_command_line_worker(tmp_path):
+    log = open(tmp_path / "worker.log", "w+")  # a file, not a pipe: a full pipe would stall the worker
     with distributed.LocalCluster(n_workers=0, dashboard_address=DASHBOARD) as c, distributed.Client(c) as client:
         proc = subprocess.Popen(
             [sys.executable, "-m", "rmmgo.dask", "worker", c.scheduler_address, "--devices", "0",
              "--name", "cli", "--pool-size", "4MiB", "--statistics"],
-            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=_env(), stdout=log, stderr=subprocess.STDOUT,
         )
         try:
             client.wait_for_workers(1, timeout=DEADLINE)
@@ -424,10 +432,13 @@ def test_command_line_worker():
             assert client.scheduler_info()["workers"][addr]["name"] == "cli-0"
             assert client.submit(allocate, MiB, pure=False).result().size == MiB
             proc.send_signal(signal.SIGTERM)
-            out, _ = proc.communicate(timeout=DEADLINE)
+            proc.wait(timeout=DEADLINE)
         finally:
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
+                proc.wait()
+            log.seek(0)
+            out = log.read()
+            log.close()
     assert proc.returncode == 0, out
     assert "rmmgo.dask: worker tcp://" in out and "on GPU 0" in out, out

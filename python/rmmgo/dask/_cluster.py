@@ -144,7 +144,11 @@ class LocalGPUCluster(LocalCluster):
         )
         self.scale(n_workers)
         if not self.asynchronous:
-            self.sync(self._correct_state)
+            try:
+                self.sync(self._correct_state)
+            except BaseException:
+                self.close()  # a worker failed to start (its setup failed): no scheduler left behind
+                raise
 
     def new_worker_spec(self):
         free = [d for d in self.cuda_visible_devices if d not in self.worker_spec]
