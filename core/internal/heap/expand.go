@@ -1,6 +1,7 @@
 package heap
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -73,6 +74,11 @@ func (h *Heap) AddReservedChunk(base, size uintptr) {
 	h.holes.insert(pg, id)
 	h.holes.bytes.Add(size)
 }
+
+// IsNoRoom reports whether err is the heap's answer to a request that no
+// free block can serve, in a heap that does not grow: the caller may add
+// memory (Fill) and ask again.
+func IsNoRoom(err error) bool { return errors.Is(err, errNoRoom) }
 
 // HoleBytes returns the bytes of the heap's holes.
 func (h *Heap) HoleBytes() uintptr { return h.holes.bytes.Load() }
