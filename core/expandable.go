@@ -34,10 +34,14 @@ type ExpandableOptions struct {
 	// synchronizes, and idle memory above the threshold goes back at the
 	// next growth or at Release.
 	ReleaseThreshold uintptr
-	// ReservedSize is the address range reserved: 0 or SizeDefault for
-	// twice the maximum size (twice the device's memory without a maximum).
-	// Address space holds no memory; it bounds how far apart the blocks can
-	// lie. At least the maximum size; rounded up to a granule.
+	// ReservedSize is the address range reserved: 0 or SizeDefault for four
+	// times the maximum size (the device's memory without a maximum).
+	// Address space holds no memory, but it bounds how far apart live
+	// blocks can lie: long-lived small blocks left in the space of blocks
+	// freed since spread over the range, and a large request needs a
+	// stretch free of them. At least the maximum size; rounded up to a
+	// granule. The heap's index costs 16 bytes of host address space per
+	// 64 KiB of range, resident only where blocks start.
 	ReservedSize uintptr
 	// PeerDevices are given read-write access to the memory too
 	// (cuMemSetAccess), so that kernels on them can use it directly.
@@ -61,10 +65,11 @@ type ExpandableOptions struct {
 // reused by that stream at once, by others after an event or a device
 // synchronization, never touching a stream handle after its caller's call.
 //
-// Growth: a request no free block can serve maps the fewest granules that
-// make it fit next to existing free memory (at least a sixteenth of what
-// is mapped, so that a run of small requests does not map granule by
-// granule), in the lowest such place of the range. Past the maximum size or
+// Growth: a request no free block can serve maps memory in the lowest
+// place of the range where it fits: the fewest granules that make it fit
+// next to the free memory already there (and a sixteenth of what is mapped
+// ahead, where that fits, so that a run of small requests does not map
+// granule by granule). Past the maximum size or
 // the device's memory, or the release threshold, the resource first gives
 // back its wholly free granules, after a device synchronization (memory
 // freed in stream order may still be in use), and tries again. Release
@@ -85,16 +90,17 @@ type Expandable struct {
 	prop      cudart.MemAllocationProp
 	access    []cudart.MemAccessDesc
 	gran      uintptr
-	base      uintptr
-	reserved  uintptr
+	reserved  uintptr // the size of each range
 	maxSize   uintptr // granules
 	threshold uintptr // 0: none
 	h         heap.Heap
 
-	mu      sync.Mutex         // growth, release and close
-	handles []cudart.MemHandle // per granule; 0: unmapped. Guarded by mu
-	mapped  atomic.Uintptr     // bytes mapped
-	gen     atomic.Uint64      // counts changes to the holes
+	mu      sync.Mutex     // growth, release and close
+	ranges  []*vaRange     // the address ranges reserved; guarded by mu
+	nranges atomic.Int32   // len(ranges), for ReservedSize
+	mapped  atomic.Uintptr // bytes mapped
+	peak    atomic.Uintptr // most bytes mapped at once
+	gen     atomic.Uint64  // counts changes to the holes
 	closed  atomic.Bool
 }
 
@@ -174,18 +180,54 @@ func newExpandable(r cudart.Runtime, opts ExpandableOptions) (*Expandable, error
 	e.maxSize = maxSize / e.gran * e.gran
 	e.threshold = threshold
 	if reserved == 0 {
-		reserved = 2 * e.maxSize
+		reserved = defaultReservedFactor * e.maxSize
 	} else if reserved < e.maxSize {
 		return nil, fmt.Errorf("%s: %w: the reserved size (%s) is smaller than the maximum size (%s)", kind, ErrInvalidArgument, formatBytes(reserved), formatBytes(e.maxSize))
 	}
 	e.reserved = (reserved + e.gran - 1) / e.gran * e.gran
-	if e.base, err = vm.MemAddressReserve(e.reserved, e.gran); err != nil {
-		return nil, vmmError(fmt.Sprintf("%s: reserving %s of address space", kind, formatBytes(e.reserved)), err)
-	}
-	e.handles = make([]cudart.MemHandle, e.reserved/e.gran)
 	e.h.Init(kind, r, nil, true)
-	e.h.AddReservedChunk(e.base, e.reserved)
+	if err := e.addRange(); err != nil {
+		_ = e.h.Close()
+		return nil, err
+	}
 	return e, nil
+}
+
+// defaultReservedFactor is the default address range, in maximum sizes.
+const defaultReservedFactor = 4
+
+// maxRanges bounds the address ranges one resource reserves: when no range
+// has room for a request that the maximum allows, another is reserved.
+const maxRanges = 4
+
+// vaRange is one reserved address range.
+type vaRange struct {
+	base, size uintptr
+	handles    []cudart.MemHandle // per granule; 0: unmapped
+}
+
+// handle returns the slot of the granule at a, in whichever range holds
+// it. mu held.
+func (e *Expandable) handle(a uintptr) *cudart.MemHandle {
+	for _, r := range e.ranges {
+		if a-r.base < r.size {
+			return &r.handles[(a-r.base)/e.gran]
+		}
+	}
+	panic(fmt.Sprintf("%s: internal error: %#x is in no reserved range", kindExpandable, a))
+}
+
+// addRange reserves another range of e.reserved bytes and hands it to the
+// heap as a hole. mu held (or the resource not yet shared).
+func (e *Expandable) addRange() error {
+	base, err := e.vm.MemAddressReserve(e.reserved, e.gran)
+	if err != nil {
+		return vmmError(fmt.Sprintf("%s: reserving %s of address space", kindExpandable, formatBytes(e.reserved)), err)
+	}
+	e.ranges = append(e.ranges, &vaRange{base: base, size: e.reserved, handles: make([]cudart.MemHandle, e.reserved/e.gran)})
+	e.nranges.Add(1)
+	e.h.AddReservedChunk(base, e.reserved)
+	return nil
 }
 
 // vmmError wraps the failure of a virtual memory call: ErrNotSupported
@@ -262,8 +304,18 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, recla
 		if !*reclaimed && e.h.FreeBytes() > 0 {
 			return reclaim() // free granules may join a hole big enough
 		}
-		return 0, fmt.Errorf("%s: %w: no range of %s left in the %s reserved (failed to allocate %s); reserve more (ReservedSize)",
-			kindExpandable, ErrOutOfMemory, formatBytes(size), formatBytes(e.reserved), formatBytes(size))
+		// Live blocks are spread over the ranges so that none has room
+		// for the request in one piece: reserve another range.
+		if e.mapped.Load()+size <= e.maxSize && len(e.ranges) < maxRanges {
+			if err := e.addRange(); err != nil {
+				return 0, err
+			}
+			pl, ok = e.plan(size, false)
+		}
+		if !ok {
+			return 0, fmt.Errorf("%s: %w: no range of %s left in the %d address ranges of %s reserved (failed to allocate %s)",
+				kindExpandable, ErrOutOfMemory, formatBytes(size), len(e.ranges), formatBytes(e.reserved), formatBytes(size))
+		}
 	}
 	need := pl.need
 	mapped := e.mapped.Load()
@@ -307,10 +359,12 @@ type growthPlan struct {
 	need  uintptr
 }
 
-// plan chooses where to map memory for size bytes: the fewest granules
-// that hold size bytes together with the free memory already beside a hole
-// (when near is set), at the start or the end of the hole; the lowest
-// address of those. mu held.
+// plan chooses where to map memory for size bytes: in the lowest hole
+// where it fits, the fewest granules that hold size bytes together with
+// the free memory already beside the hole (when near is set), at the start
+// or the end of the hole. First fit by address keeps what is mapped packed
+// at the low end of the range, so that the high end stays one hole for
+// large requests. mu held.
 func (e *Expandable) plan(size uintptr, near bool) (pl growthPlan, ok bool) {
 	roundUp := func(n uintptr) uintptr { return max(e.gran, (n+e.gran-1)/e.gran*e.gran) }
 	for _, hi := range e.h.Holes() {
@@ -318,14 +372,17 @@ func (e *Expandable) plan(size uintptr, near bool) (pl growthPlan, ok bool) {
 		if !near {
 			before, after = 0, 0
 		}
-		if n := roundUp(size - min(size, before)); n <= hi.Size && (!ok || n < pl.need) {
+		if n := roundUp(size - min(size, before)); n <= hi.Size {
 			pl, ok = growthPlan{hi.Span, false, n}, true
 		}
 		if n := roundUp(size - min(size, after)); n <= hi.Size && (!ok || n < pl.need) {
 			pl, ok = growthPlan{hi.Span, true, n}, true
 		}
+		if ok {
+			return pl, true
+		}
 	}
-	return pl, ok
+	return pl, false
 }
 
 // outOfRoom is the error of a request of size bytes that needs need more
@@ -339,13 +396,14 @@ func (e *Expandable) outOfRoom(size, need uintptr) error {
 // and gives the resource's devices access to it; on failure it leaves the
 // range as it was. mu held.
 func (e *Expandable) mapRange(at, n uintptr) error {
-	first := (at - e.base) / e.gran
 	k := n / e.gran
 	undo := func(done uintptr) {
-		for j := first; j < first+done; j++ {
-			_ = e.vm.MemUnmap(e.base+j*e.gran, e.gran)
-			_ = e.vm.MemRelease(e.handles[j])
-			e.handles[j] = 0
+		for j := uintptr(0); j < done; j++ {
+			a := at + j*e.gran
+			hp := e.handle(a)
+			_ = e.vm.MemUnmap(a, e.gran)
+			_ = e.vm.MemRelease(*hp)
+			*hp = 0
 		}
 	}
 	for j := uintptr(0); j < k; j++ {
@@ -358,18 +416,20 @@ func (e *Expandable) mapRange(at, n uintptr) error {
 			}
 			return vmmError(kindExpandable+": making device memory", err)
 		}
-		if err := e.vm.MemMap(e.base+(first+j)*e.gran, e.gran, 0, h); err != nil {
+		if err := e.vm.MemMap(at+j*e.gran, e.gran, 0, h); err != nil {
 			_ = e.vm.MemRelease(h)
 			undo(j)
 			return vmmError(kindExpandable+": mapping device memory", err)
 		}
-		e.handles[first+j] = h
+		*e.handle(at + j*e.gran) = h
 	}
 	if err := e.vm.MemSetAccess(at, n, e.access...); err != nil {
 		undo(k)
 		return vmmError(kindExpandable+": giving access to device memory", err)
 	}
-	e.mapped.Add(n)
+	if m := e.mapped.Add(n); m > e.peak.Load() {
+		e.peak.Store(m) // under mu
+	}
 	return nil
 }
 
@@ -395,15 +455,15 @@ func (e *Expandable) release() error {
 	var errs []error
 	for _, sp := range spans {
 		for a := sp.Base; a < sp.Base+sp.Size; a += e.gran {
-			j := (a - e.base) / e.gran
+			hp := e.handle(a)
 			if err := e.vm.MemUnmap(a, e.gran); err != nil {
 				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
 				continue // stays mapped, in a hole: Close tries again
 			}
-			if err := e.vm.MemRelease(e.handles[j]); err != nil {
+			if err := e.vm.MemRelease(*hp); err != nil {
 				errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
 			}
-			e.handles[j] = 0
+			*hp = 0
 			e.mapped.Add(^(e.gran - 1))
 		}
 	}
@@ -473,11 +533,16 @@ func (e *Expandable) UsedBytes() uintptr {
 	return size - idle
 }
 
+// PeakPoolSize returns the most bytes of device memory mapped at once.
+func (e *Expandable) PeakPoolSize() uintptr { return e.peak.Load() }
+
 // MaximumSize returns the most device memory the resource maps.
 func (e *Expandable) MaximumSize() uintptr { return e.maxSize }
 
-// ReservedSize returns the size of the address range it reserved.
-func (e *Expandable) ReservedSize() uintptr { return e.reserved }
+// ReservedSize returns the bytes of address space it reserved: one range
+// of ExpandableOptions.ReservedSize at first, more when live blocks left
+// no room in one piece for a request (at most four ranges).
+func (e *Expandable) ReservedSize() uintptr { return uintptr(e.nranges.Load()) * e.reserved }
 
 // Granularity returns the device's allocation granularity: the resource
 // maps and gives back memory in granules of this size.
@@ -509,23 +574,27 @@ func (e *Expandable) Close() error {
 	if err := e.rt.DeviceSynchronize(); err != nil {
 		errs = append(errs, cudaError(kindExpandable+": synchronizing before giving memory back", err))
 	}
-	for j, h := range e.handles {
-		if h == 0 {
-			continue
+	for _, r := range e.ranges {
+		for j, h := range r.handles {
+			if h == 0 {
+				continue
+			}
+			a := r.base + uintptr(j)*e.gran
+			if err := e.vm.MemUnmap(a, e.gran); err != nil {
+				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
+			}
+			if err := e.vm.MemRelease(h); err != nil {
+				errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
+			}
+			r.handles[j] = 0
 		}
-		a := e.base + uintptr(j)*e.gran
-		if err := e.vm.MemUnmap(a, e.gran); err != nil {
-			errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
-		}
-		if err := e.vm.MemRelease(h); err != nil {
-			errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
-		}
-		e.handles[j] = 0
 	}
 	e.mapped.Store(0)
 	e.h.ReleaseChunks(true) // allocations racing with Close fail with ErrClosed
-	if err := e.vm.MemAddressFree(e.base, e.reserved); err != nil {
-		errs = append(errs, vmmError(kindExpandable+": freeing the address range", err))
+	for _, r := range e.ranges {
+		if err := e.vm.MemAddressFree(r.base, r.size); err != nil {
+			errs = append(errs, vmmError(kindExpandable+": freeing the address range", err))
+		}
 	}
 	return errors.Join(append(errs, e.h.Close())...)
 }

@@ -56,7 +56,7 @@ func TestExpandableBasics(t *testing.T) {
 	assert.Equal(t, 0, e.Device())
 	assert.EqualValues(t, 2*mib, e.Granularity())
 	assert.EqualValues(t, 256*mib, e.MaximumSize(), "the device's memory")
-	assert.EqualValues(t, 512*mib, e.ReservedSize(), "twice the maximum")
+	assert.EqualValues(t, 1024*mib, e.ReservedSize(), "four times the maximum")
 	assert.Zero(t, e.PoolSize(), "nothing mapped until used")
 	assert.Zero(t, s.UsedBytes(0))
 
@@ -679,4 +679,33 @@ func ExampleNewExpandable() {
 	// Output:
 	// 3145728 4194304
 	// 0 0
+}
+
+// TestExpandableMoreRanges: when live blocks leave no room in one piece
+// for a request that the maximum allows, the resource reserves another
+// address range rather than fail; Close frees them all.
+func TestExpandableMoreRanges(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 64 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{MaximumSize: 8 * mib, ReservedSize: 8 * mib})
+	var ps []uintptr
+	for i := 0; i < 4; i++ {
+		p, err := e.Allocate(DefaultStream, 2*mib, DefaultAlignment)
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	require.NoError(t, e.Deallocate(DefaultStream, ps[1], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, ps[3], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Release())
+	assert.EqualValues(t, 4*mib, e.PoolSize())
+	// 4 MiB: the maximum allows it, the first range has two 2 MiB holes.
+	q, err := e.Allocate(DefaultStream, 4*mib, DefaultAlignment)
+	require.NoError(t, err)
+	assert.EqualValues(t, 16*mib, e.ReservedSize(), "a second range")
+	assert.EqualValues(t, 8*mib, e.PoolSize())
+	fillAndCheck(t, s, q, 4*mib, 0x42, DefaultStream)
+	require.NoError(t, e.Deallocate(DefaultStream, q, 4*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, ps[0], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, ps[2], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
 }

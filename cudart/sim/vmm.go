@@ -21,8 +21,8 @@ import (
 //     placed at multiples of the granularity (or of a larger power-of-two
 //     alignment).
 //   - Reservations come from one address range of the simulator's, made on
-//     first use, of eight times the devices' total capacity (plus 1 GiB): so
-//     large because a reservation holds no memory, as on a GPU. It is host
+//     first use, of sixteen times the devices' total capacity (plus 1 GiB):
+//     so large because a reservation holds no memory, as on a GPU. It is host
 //     memory (reserved with MAP_NORESERVE, readable and writable), so a stray
 //     access never crashes the process.
 //   - Physical memory (MemCreate) counts against its device's capacity as
@@ -94,7 +94,7 @@ type simMapping struct {
 func (m *simMapping) end() uintptr { return m.start + m.size }
 
 const (
-	simVMMFactor    = 8       // the reservations' range, in total device capacities
+	simVMMFactor    = 16      // the reservations' range, in total device capacities
 	simVMMSlack     = 1 << 30 // and this much more
 	simHandleBase   = 0x7a11_0000_0000
 	simFaultLogSize = 64
