@@ -36,6 +36,8 @@ type Heap struct {
 
 	growMu   sync.Mutex // one growth at a time
 	defragMu sync.Mutex // one defragmentation at a time
+
+	holes holeSet // address space holding no memory (expand.go)
 }
 
 // Init readies h for a resource of the given kind on runtime r. grow gets
