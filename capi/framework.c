@@ -1,16 +1,16 @@
 /*
  * framework.c -- the framework allocator entry points (CuPy, PyTorch). Their
  * shapes return void* and no status, so they are thin C functions over Go
- * halves that return a status and the pointer as an integer.
+ * halves that return a status and the pointer as an integer; the status is
+ * kept for rmm_last_error_status.
  */
 #include "capi_internal.h"
 
 void* rmm_cupy_malloc(void* param, size_t bytes, int device) {
   uintptr_t p = 0;
-  if (rmmgo_framework_allocate(RMMGO_FRAMEWORK_CUPY, (uintptr_t)param, bytes, device, 0, &p) != RMM_SUCCESS) {
-    return NULL;
-  }
-  return (void*)p;
+  rmm_status st = rmmgo_framework_allocate(RMMGO_FRAMEWORK_CUPY, (uintptr_t)param, bytes, device, 0, &p);
+  rmmgo_set_last_status(st);
+  return st == RMM_SUCCESS ? (void*)p : NULL;
 }
 
 void rmm_cupy_free(void* param, void* ptr, int device) {
@@ -19,10 +19,9 @@ void rmm_cupy_free(void* param, void* ptr, int device) {
 
 void* rmm_torch_allocate(size_t bytes, int device, void* stream) {
   uintptr_t p = 0;
-  if (rmmgo_framework_allocate(RMMGO_FRAMEWORK_TORCH, 0, bytes, device, (uintptr_t)stream, &p) != RMM_SUCCESS) {
-    return NULL;
-  }
-  return (void*)p;
+  rmm_status st = rmmgo_framework_allocate(RMMGO_FRAMEWORK_TORCH, 0, bytes, device, (uintptr_t)stream, &p);
+  rmmgo_set_last_status(st);
+  return st == RMM_SUCCESS ? (void*)p : NULL;
 }
 
 void rmm_torch_deallocate(void* ptr, size_t bytes, int device, void* stream) {
