@@ -85,6 +85,11 @@ rmm_status rmmgo_go_current_device(int* device);
 #define RMMGO_FRAMEWORK_CUPY 1
 #define RMMGO_FRAMEWORK_TORCH 2
 
+/* rmm_allocate and rmm_deallocate with the default alignment, for the Go
+ * halves above (framework.c), so that the per-thread cache serves them. */
+RMMGO_INTERNAL rmm_status rmmgo_allocate_at(uint64_t handle, uintptr_t stream, size_t bytes, uintptr_t* out);
+RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream, uintptr_t ptr, size_t bytes);
+
 /* ------------------------------------------- the per-thread cache
  * thread_cache.c serves rmm_allocate, rmm_deallocate and
  * rmm_deallocate_sync from a per-thread cache of free blocks for bare pool,

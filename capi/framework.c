@@ -27,3 +27,17 @@ void* rmm_torch_allocate(size_t bytes, int device, void* stream) {
 void rmm_torch_deallocate(void* ptr, size_t bytes, int device, void* stream) {
   (void)rmmgo_framework_deallocate(RMMGO_FRAMEWORK_TORCH, 0, (uintptr_t)ptr, bytes, device, (uintptr_t)stream);
 }
+
+/* The framework allocators' Go halves allocate and free through these, so
+ * that the C per-thread cache serves them as it serves rmm_allocate. */
+rmm_status rmmgo_allocate_at(uint64_t handle, uintptr_t stream, size_t bytes, uintptr_t* out) {
+  void* p = NULL;
+  rmm_status st = rmm_allocate((rmm_resource_t)(uintptr_t)handle, (rmm_stream_t)stream, bytes, RMM_DEFAULT_ALIGNMENT, &p);
+  *out = (uintptr_t)p;
+  return st;
+}
+
+rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream, uintptr_t ptr, size_t bytes) {
+  return rmm_deallocate((rmm_resource_t)(uintptr_t)handle, (rmm_stream_t)stream, (void*)ptr, bytes,
+                        RMM_DEFAULT_ALIGNMENT);
+}
