@@ -44,10 +44,14 @@ void rmmgo_resource_generation_bump(void) { atomic_fetch_add_explicit(&rmmgo_gen
 typedef int (*rmmgo_get_device_fn)(int* device);
 typedef int (*rmmgo_get_last_error_fn)(void);
 
-/* The CUDA runtime's cudaGetDevice and cudaGetLastError, once Go has said
- * (rmmgo_go_device_funcs); RMMGO_DEVICE_FUNCS_GO when the backend has none
- * to call from C (the simulated device): then Go answers. */
-#define RMMGO_DEVICE_FUNCS_GO ((uintptr_t)1)
+/* How the token reads the current device, once Go has said
+ * (rmmgo_go_device_funcs): the CUDA runtime's cudaGetDevice (and
+ * cudaGetLastError, to clear a failure); RMMGO_DEVICE_ONLY_ZERO when the
+ * process sees one device, which then is always current (the device count
+ * is fixed for the life of a process); RMMGO_DEVICE_ASK_GO when the backend
+ * has no function to call from C (the simulated device): then Go answers. */
+#define RMMGO_DEVICE_ASK_GO ((uintptr_t)1)
+#define RMMGO_DEVICE_ONLY_ZERO ((uintptr_t)2)
 static _Atomic uintptr_t rmmgo_get_device;
 static _Atomic uintptr_t rmmgo_get_last_error;
 
@@ -56,15 +60,19 @@ static int rmmgo_token_device(void) {
   uintptr_t fn = atomic_load_explicit(&rmmgo_get_device, memory_order_acquire);
   if (fn == 0) {
     uintptr_t gd = 0, gle = 0;
-    if (rmmgo_go_device_funcs(&gd, &gle) != RMM_SUCCESS) {
+    int count = 0;
+    if (rmmgo_go_device_funcs(&gd, &gle, &count) != RMM_SUCCESS) {
       return -1; /* no backend yet: ask again next time */
     }
     atomic_store_explicit(&rmmgo_get_last_error, gle, memory_order_relaxed);
-    fn = gd != 0 ? gd : RMMGO_DEVICE_FUNCS_GO;
+    fn = count == 1 ? RMMGO_DEVICE_ONLY_ZERO : gd != 0 ? gd : RMMGO_DEVICE_ASK_GO;
     atomic_store_explicit(&rmmgo_get_device, fn, memory_order_release);
   }
+  if (fn == RMMGO_DEVICE_ONLY_ZERO) {
+    return 0;
+  }
   int dev = -1;
-  if (fn == RMMGO_DEVICE_FUNCS_GO) {
+  if (fn == RMMGO_DEVICE_ASK_GO) {
     return rmmgo_go_current_device(&dev) == RMM_SUCCESS ? dev : -1;
   }
   if (((rmmgo_get_device_fn)fn)(&dev) != 0) {

@@ -76,9 +76,10 @@ RMMGO_INTERNAL void rmmgo_resource_generation_bump(void);
 #define RMMGO_TOKEN_DEVICE_BITS 16
 #define RMMGO_TOKEN_DEVICE_MASK ((1 << RMMGO_TOKEN_DEVICE_BITS) - 1)
 /* The Go halves (bindings.go): the CUDA runtime's cudaGetDevice and
- * cudaGetLastError addresses (0 when the backend has none to call from C),
- * and the calling thread's current device as Go reads it. */
-rmm_status rmmgo_go_device_funcs(uintptr_t* get_device, uintptr_t* get_last_error);
+ * cudaGetLastError addresses (0 when the backend has none to call from C)
+ * and the device count, and the calling thread's current device as Go
+ * reads it. */
+rmm_status rmmgo_go_device_funcs(uintptr_t* get_device, uintptr_t* get_last_error, int* count);
 rmm_status rmmgo_go_current_device(int* device);
 
 /* Framework ids for the two functions above. */
