@@ -86,6 +86,14 @@ rmm_status rmmgo_go_current_device(int* device);
 #define RMMGO_FRAMEWORK_CUPY 1
 #define RMMGO_FRAMEWORK_TORCH 2
 
+/* Frees ptr (bytes from handle's resource) with device current: the C side
+ * of the framework allocators calls it when another device is current. */
+rmm_status rmmgo_framework_deallocate_on(int which, int device, uint64_t handle, uintptr_t stream, uintptr_t ptr,
+                                         size_t bytes);
+/* Drops the framework allocators' entry for device dev (framework.c): called
+ * when dev's resource is set or reset. */
+RMMGO_INTERNAL void rmmgo_framework_forget(int dev);
+
 /* rmm_allocate and rmm_deallocate with the default alignment, for the Go
  * halves above (framework.c), so that the per-thread cache serves them. */
 RMMGO_INTERNAL rmm_status rmmgo_allocate_at(uint64_t handle, uintptr_t stream, size_t bytes, uintptr_t* out);

@@ -36,7 +36,8 @@
 //   - backend.go and backend.c: the backend, devices, streams, copies and
 //     fills; runtime.go: the CUDA runtime and device checks they share.
 //   - framework.c: the CuPy and PyTorch allocator entry points, which return
-//     no status, over their Go halves in framework.go.
+//     no status: the current resource of the current device served in C,
+//     everything else by their Go halves in framework.go.
 //
 // Handles are numbers looked up in one process-wide registry (registry.go):
 // slot index, generation and a per-process tag, checked on every lookup with

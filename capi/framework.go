@@ -13,9 +13,13 @@ import (
 	"github.com/rmmgo/rmmgo/core"
 )
 
-// The framework allocators (rmm_cupy_malloc/free, rmm_torch_allocate/
-// deallocate). They serve from device's current resource (CuPy: or from the
-// resource its param names) with 256-byte alignment.
+// The Go halves of the framework allocators (rmm_cupy_malloc/free,
+// rmm_torch_allocate/deallocate). They serve from device's current resource
+// (CuPy: or from the resource its param names) with 256-byte alignment.
+// framework.c serves the common call (the current resource of the current
+// device) in C with a record of its own; these serve the rest: a param
+// resource, another device current, the first call after the device's
+// resource changed, and frees of what they handed out.
 //
 // The device: CuPy and PyTorch call them on a thread whose current device
 // is normally `device` already. When it is not, the call makes `device`
@@ -218,6 +222,21 @@ func rmmgo_framework_deallocate(which C.int, param C.uintptr_t, ptr C.uintptr_t,
 	}
 	if relErr != nil {
 		return fail(deallocateName(which, ptr, device), relErr, statusInternal)
+	}
+	return statusSuccess
+}
+
+//export rmmgo_framework_deallocate_on
+func rmmgo_framework_deallocate_on(which, device C.int, handle C.uint64_t, stream, ptr C.uintptr_t, bytes C.size_t) (st status) {
+	defer recoverTo(frameworkName(which, true), &st)
+	prev, err := enterDevice(int(device))
+	if err != nil {
+		return fail(deallocateName(which, ptr, device), err, statusInternal)
+	}
+	cst := C.rmmgo_deallocate_at(handle, stream, ptr, bytes)
+	leaveDevice(prev)
+	if cst != C.RMM_SUCCESS {
+		return frameworkFailed(deallocateName(which, ptr, device), cst)
 	}
 	return statusSuccess
 }
