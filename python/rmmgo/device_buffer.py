@@ -291,7 +291,7 @@ class DeviceBuffer:
             return
         p = self._alloc(self._mr._handle, s._handle, new_capacity)
         if p is None:
-            _b.raise_for_last_status("DeviceBuffer.reserve: cannot allocate %d bytes" % new_capacity, allocating=True)
+            _allocation_failed(None, new_capacity, "DeviceBuffer.reserve")
         if self._size:
             _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
         old, old_cap, old_stream = self._ptr, self._capacity, self._stream
@@ -331,11 +331,15 @@ class DeviceBuffer:
         _lib.rmm_prefetch(self._ptr, self._size, device, s._handle)
 
 
-def _allocation_failed(buf, size):
-    """Leave buf empty and raise what the failed rmm_allocate_direct left (MemoryError)."""
-    buf._ptr = 0
-    buf._size = buf._capacity = 0
-    _b.raise_for_last_status("DeviceBuffer: cannot allocate %d bytes" % size, allocating=True)
+def _allocation_failed(buf, size, what="DeviceBuffer"):
+    """Raise what the failed rmm_allocate_direct left (a MemoryError), leaving buf empty when given."""
+    if buf is not None:
+        buf._ptr = 0
+        buf._size = buf._capacity = 0
+    msg = "%s: cannot allocate %d bytes" % (what, size)
+    _b.raise_for_last_status(msg, allocating=True)
+    # NULL for a nonzero size with no failure recorded: still no memory.
+    raise _b.RMMMemoryError(_b.Status.ERROR_BAD_ALLOC, msg + ": the library returned NULL")
 
 
 _new_buffer = object.__new__
