@@ -66,9 +66,38 @@ rmm_status rmmgo_framework_allocate(int which, uintptr_t param, size_t bytes, in
 rmm_status rmmgo_framework_deallocate(int which, uintptr_t param, uintptr_t ptr, size_t bytes, int device,
                                       uintptr_t stream);
 
+/* Calls for bindings (bindings.c). The calling thread's last status, for
+ * the calls that return none (rmm_last_error_status reads it). */
+RMMGO_INTERNAL void rmmgo_set_last_status(rmm_status st);
+/* Advances the generation rmm_current_resource_token carries: called after
+ * every change of a device's resource. */
+RMMGO_INTERNAL void rmmgo_resource_generation_bump(void);
+/* A token's low bits hold the device. */
+#define RMMGO_TOKEN_DEVICE_BITS 16
+#define RMMGO_TOKEN_DEVICE_MASK ((1 << RMMGO_TOKEN_DEVICE_BITS) - 1)
+/* The Go halves (bindings.go): the CUDA runtime's cudaGetDevice and
+ * cudaGetLastError addresses (0 when the backend has none to call from C)
+ * and the device count, and the calling thread's current device as Go
+ * reads it. */
+rmm_status rmmgo_go_device_funcs(uintptr_t* get_device, uintptr_t* get_last_error, int* count);
+rmm_status rmmgo_go_current_device(int* device);
+
 /* Framework ids for the two functions above. */
 #define RMMGO_FRAMEWORK_CUPY 1
 #define RMMGO_FRAMEWORK_TORCH 2
+
+/* Frees ptr (bytes from handle's resource) with device current: the C side
+ * of the framework allocators calls it when another device is current. */
+rmm_status rmmgo_framework_deallocate_on(int which, int device, uint64_t handle, uintptr_t stream, uintptr_t ptr,
+                                         size_t bytes);
+/* Drops the framework allocators' entry for device dev (framework.c): called
+ * when dev's resource is set or reset. */
+RMMGO_INTERNAL void rmmgo_framework_forget(int dev);
+
+/* rmm_allocate and rmm_deallocate with the default alignment, for the Go
+ * halves above (framework.c), so that the per-thread cache serves them. */
+RMMGO_INTERNAL rmm_status rmmgo_allocate_at(uint64_t handle, uintptr_t stream, size_t bytes, uintptr_t* out);
+RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream, uintptr_t ptr, size_t bytes);
 
 /* ------------------------------------------- the per-thread cache
  * thread_cache.c serves rmm_allocate, rmm_deallocate and

@@ -29,10 +29,15 @@
 //   - per_kind.go: the calls particular to one kind (rmm_pool_size,
 //     rmm_statistics_get, ...).
 //   - per_device.go: the current resource of each device.
+//   - bindings.c: the calls shaped for bindings that pay per argument
+//     (rmm_allocate_direct, rmm_deallocate_direct, rmm_last_error_status,
+//     rmm_current_resource_token), with the token's Go halves in
+//     bindings.go.
 //   - backend.go and backend.c: the backend, devices, streams, copies and
 //     fills; runtime.go: the CUDA runtime and device checks they share.
 //   - framework.c: the CuPy and PyTorch allocator entry points, which return
-//     no status, over their Go halves in framework.go.
+//     no status: the current resource of the current device served in C,
+//     everything else by their Go halves in framework.go.
 //
 // Handles are numbers looked up in one process-wide registry (registry.go):
 // slot index, generation and a per-process tag, checked on every lookup with

@@ -13,9 +13,13 @@ import (
 	"github.com/rmmgo/rmmgo/core"
 )
 
-// The framework allocators (rmm_cupy_malloc/free, rmm_torch_allocate/
-// deallocate). They serve from device's current resource (CuPy: or from the
-// resource its param names) with 256-byte alignment.
+// The Go halves of the framework allocators (rmm_cupy_malloc/free,
+// rmm_torch_allocate/deallocate). They serve from device's current resource
+// (CuPy: or from the resource its param names) with 256-byte alignment.
+// framework.c serves the common call (the current resource of the current
+// device) in C with a record of its own; these serve the rest: a param
+// resource, another device current, the first call after the device's
+// resource changed, and frees of what they handed out.
 //
 // The device: CuPy and PyTorch call them on a thread whose current device
 // is normally `device` already. When it is not, the call makes `device`
@@ -67,95 +71,126 @@ func shardOf(p uintptr) *liveShard {
 	return &live[h>>(64-6)]
 }
 
-func framework(which C.int) string {
-	if which == C.RMMGO_FRAMEWORK_CUPY {
+// frameworkName is the entry point's name, for messages.
+func frameworkName(which C.int, free bool) string {
+	switch {
+	case which == C.RMMGO_FRAMEWORK_CUPY && free:
+		return "rmm_cupy_free"
+	case which == C.RMMGO_FRAMEWORK_CUPY:
 		return "rmm_cupy_malloc"
+	case free:
+		return "rmm_torch_deallocate"
 	}
 	return "rmm_torch_allocate"
 }
 
-// onDevice runs f with device current on the calling thread.
-func onDevice(device int, f func() error) error {
+// The messages' function names with their arguments, built only when a
+// call fails.
+func allocateName(which C.int, bytes C.size_t, device C.int) string {
+	return fmt.Sprintf("%s(%d bytes, device %d)", frameworkName(which, false), bytes, device)
+}
+
+func deallocateName(which C.int, ptr C.uintptr_t, device C.int) string {
+	return fmt.Sprintf("%s(%#x, device %d)", frameworkName(which, true), uintptr(ptr), device)
+}
+
+// enterDevice makes device current on the calling thread when it is not:
+// CuPy and PyTorch normally call with it current already, and then this is
+// one cudaGetDevice. It returns the device to restore with leaveDevice (-1:
+// nothing to restore).
+func enterDevice(device int) (prev int, err error) {
 	r, err := runtimeOrFail()
 	if err != nil {
-		return err
+		return -1, err
 	}
 	cur, err := r.GetDevice()
 	if err != nil {
-		return err
+		return -1, err
 	}
-	if cur != device {
-		if err := checkDevice(r, device); err != nil {
-			return err
-		}
-		if err := r.SetDevice(device); err != nil {
-			return err
-		}
-		defer func() { _ = r.SetDevice(cur) }()
+	if cur == device {
+		return -1, nil
 	}
-	return f()
+	if err := checkDevice(r, device); err != nil {
+		return -1, err
+	}
+	if err := r.SetDevice(device); err != nil {
+		return -1, err
+	}
+	return cur, nil
+}
+
+func leaveDevice(prev int) {
+	if prev < 0 {
+		return
+	}
+	if r, err := runtimeOrFail(); err == nil {
+		_ = r.SetDevice(prev)
+	}
+}
+
+// The allocation itself goes through rmm_allocate and rmm_deallocate (the C
+// per-thread cache for the resources it serves, which also flushes the
+// caches and retries when a pool runs out): their failures leave the C
+// status and message, which the framework call names itself in.
+func frameworkFailed(fn string, cst C.rmm_status) status {
+	setMessage(fn + ": " + C.GoString(C.rmm_last_error_message()))
+	return status(cst)
 }
 
 //export rmmgo_framework_allocate
 func rmmgo_framework_allocate(which C.int, param C.uintptr_t, bytes C.size_t, device C.int, stream C.uintptr_t, out *C.uintptr_t) (st status) {
-	fn := fmt.Sprintf("%s(%d bytes, device %d)", framework(which), bytes, device)
-	defer recoverTo(fn, &st)
+	defer recoverTo(frameworkName(which, false), &st)
 	var e *entry
 	if param != 0 {
 		pe, err := reg.get(uintptr(param))
 		if err != nil {
-			return fail(fn+": param", err, statusInvalidHandle)
+			return fail(allocateName(which, bytes, device)+": param", err, statusInvalidHandle)
 		}
 		if !pe.tryRetain() {
-			return fail(fn+": param", fmt.Errorf("%w: released while in use", errInvalidHandle), statusInvalidHandle)
+			return fail(allocateName(which, bytes, device)+": param", fmt.Errorf("%w: released while in use", errInvalidHandle), statusInvalidHandle)
 		}
 		e = pe
 	}
-	var p uintptr
-	err := onDevice(int(device), func() error {
-		if e == nil {
-			res, err := core.PerDeviceResource(int(device))
-			if err != nil {
-				return err
-			}
-			if e, err = reg.handleFor(res); err != nil {
-				return err
-			}
+	prev, err := enterDevice(int(device))
+	if err == nil && e == nil {
+		var res core.Resource
+		if res, err = core.PerDeviceResource(int(device)); err == nil {
+			e, err = reg.handleFor(res)
 		}
-		var err error
-		p, err = e.res.Allocate(core.Stream(stream), uintptr(bytes), core.DefaultAlignment)
-		return err
-	})
+	}
 	if err != nil {
+		leaveDevice(prev)
 		if e != nil {
 			_ = reg.releaseEntry(e)
 		}
-		return fail(fn, err, statusBadAlloc)
+		return fail(allocateName(which, bytes, device), err, statusBadAlloc)
+	}
+	var p C.uintptr_t
+	cst := C.rmmgo_allocate_at(C.uint64_t(e.handle), stream, bytes, &p)
+	leaveDevice(prev)
+	if cst != C.RMM_SUCCESS {
+		_ = reg.releaseEntry(e)
+		return frameworkFailed(allocateName(which, bytes, device), cst)
 	}
 	if p == 0 { // zero bytes: nothing to remember
 		_ = reg.releaseEntry(e)
 		*out = 0
 		return statusSuccess
 	}
-	s := shardOf(p)
+	s := shardOf(uintptr(p))
 	s.mu.Lock()
 	if s.m == nil {
 		s.m = make(map[uintptr]liveAlloc)
 	}
-	s.m[p] = liveAlloc{bytes: uintptr(bytes), e: e}
+	s.m[uintptr(p)] = liveAlloc{bytes: uintptr(bytes), e: e}
 	s.mu.Unlock()
-	*out = C.uintptr_t(p)
+	*out = p
 	return statusSuccess
 }
 
 //export rmmgo_framework_deallocate
 func rmmgo_framework_deallocate(which C.int, param C.uintptr_t, ptr C.uintptr_t, bytes C.size_t, device C.int, stream C.uintptr_t) (st status) {
-	name := "rmm_cupy_free"
-	if which != C.RMMGO_FRAMEWORK_CUPY {
-		name = "rmm_torch_deallocate"
-	}
-	fn := fmt.Sprintf("%s(%#x, device %d)", name, uintptr(ptr), device)
-	defer recoverTo(fn, &st)
+	defer recoverTo(frameworkName(which, true), &st)
 	p := uintptr(ptr)
 	if p == 0 {
 		return statusSuccess
@@ -168,19 +203,40 @@ func rmmgo_framework_deallocate(which C.int, param C.uintptr_t, ptr C.uintptr_t,
 	}
 	s.mu.Unlock()
 	if !ok {
-		return fail(fn, fmt.Errorf("%w: %#x was not allocated here, or was already freed", core.ErrInvalidPointer, p), statusInvalidPointer)
+		return fail(deallocateName(which, ptr, device), fmt.Errorf("%w: %#x was not allocated here, or was already freed", core.ErrInvalidPointer, p), statusInvalidPointer)
 	}
 	// PyTorch passes the size back too; the record is what was allocated.
 	_ = bytes
-	err := onDevice(int(device), func() error {
-		return a.e.res.Deallocate(core.Stream(stream), p, a.bytes, core.DefaultAlignment)
-	})
+	prev, err := enterDevice(int(device))
+	var cst C.rmm_status = C.RMM_SUCCESS
+	if err == nil {
+		cst = C.rmmgo_deallocate_at(C.uint64_t(a.e.handle), stream, ptr, C.size_t(a.bytes))
+		leaveDevice(prev)
+	}
 	relErr := reg.releaseEntry(a.e)
 	if err != nil {
-		return fail(fn, err, statusInternal)
+		return fail(deallocateName(which, ptr, device), err, statusInternal)
+	}
+	if cst != C.RMM_SUCCESS {
+		return frameworkFailed(deallocateName(which, ptr, device), cst)
 	}
 	if relErr != nil {
-		return fail(fn, relErr, statusInternal)
+		return fail(deallocateName(which, ptr, device), relErr, statusInternal)
+	}
+	return statusSuccess
+}
+
+//export rmmgo_framework_deallocate_on
+func rmmgo_framework_deallocate_on(which, device C.int, handle C.uint64_t, stream, ptr C.uintptr_t, bytes C.size_t) (st status) {
+	defer recoverTo(frameworkName(which, true), &st)
+	prev, err := enterDevice(int(device))
+	if err != nil {
+		return fail(deallocateName(which, ptr, device), err, statusInternal)
+	}
+	cst := C.rmmgo_deallocate_at(handle, stream, ptr, bytes)
+	leaveDevice(prev)
+	if cst != C.RMM_SUCCESS {
+		return frameworkFailed(deallocateName(which, ptr, device), cst)
 	}
 	return statusSuccess
 }

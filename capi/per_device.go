@@ -78,6 +78,9 @@ func setPerDevice(fn string, dev int, mr C.rmm_resource_t, reset bool, previous 
 		}
 		return fail(fn, err, statusInternal)
 	}
+	// Callers that keep the current resource (rmm_current_resource_token)
+	// see a new token from now on.
+	C.rmmgo_resource_generation_bump()
 	old := held[dev]
 	if e != nil {
 		held[dev] = e
@@ -92,6 +95,9 @@ func setPerDevice(fn string, dev int, mr C.rmm_resource_t, reset bool, previous 
 	}
 	heldMu.Unlock()
 
+	// The framework allocators' C side keeps the resource it served for
+	// the device: let it go now rather than at its next allocation.
+	C.rmmgo_framework_forget(C.int(dev))
 	var relErr error
 	if old != nil {
 		relErr = reg.releaseEntry(old)

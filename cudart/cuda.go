@@ -629,6 +629,18 @@ func StreamGetIDFuncs(r Runtime) (getID, getLastError uintptr) {
 	return getID, c.slot("cudaGetLastError")
 }
 
+// GetDeviceFuncs returns the addresses of the runtime's cudaGetDevice and
+// cudaGetLastError, for C code that reads the calling thread's current
+// device without crossing into Go (rmm_current_resource_token); 0, 0 when
+// r is not the CUDA runtime.
+func GetDeviceFuncs(r Runtime) (getDevice, getLastError uintptr) {
+	c, ok := r.(*cudaRuntime)
+	if !ok || c == nil {
+		return 0, 0
+	}
+	return c.slot("cudaGetDevice"), c.slot("cudaGetLastError")
+}
+
 // StreamGetID is cudaStreamGetId. It asks the driver's cuStreamGetId
 // first, which takes no process-wide lock; on any failure there (no current
 // context on this thread, say) it asks the runtime, whose error is the one

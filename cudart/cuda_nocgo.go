@@ -12,3 +12,6 @@ func OpenCUDA(path string) (Runtime, error) {
 
 // StreamGetIDFuncs: this build has no CUDA runtime to call from C.
 func StreamGetIDFuncs(r Runtime) (getID, getLastError uintptr) { return 0, 0 }
+
+// GetDeviceFuncs: this build has no CUDA runtime to call from C.
+func GetDeviceFuncs(r Runtime) (getDevice, getLastError uintptr) { return 0, 0 }

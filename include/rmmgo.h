@@ -360,6 +360,34 @@ rmm_status rmm_get_per_device_resource(int device, rmm_resource_t* out);
 rmm_status rmm_set_per_device_resource(int device, rmm_resource_t mr, rmm_resource_t* previous);
 rmm_status rmm_reset_per_device_resource(int device, rmm_resource_t* previous);
 
+/* ------------------------------------------------ calls for bindings */
+/* Shapes of the calls above for language bindings that pay for every
+ * argument and every out-parameter (Python's ctypes converts each one on
+ * every call): one allocation is one call of three arguments. */
+
+/* rmm_allocate(mr, stream, bytes, RMM_DEFAULT_ALIGNMENT, &ptr) returning
+ * ptr: NULL when bytes is 0 and on failure; rmm_last_error_status() then
+ * says which (RMM_SUCCESS for bytes == 0), as rmm_last_error_message() says
+ * why. */
+void* rmm_allocate_direct(rmm_resource_t mr, rmm_stream_t stream, size_t bytes);
+/* rmm_deallocate(mr, stream, ptr, bytes, RMM_DEFAULT_ALIGNMENT). */
+rmm_status rmm_deallocate_direct(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes);
+/* The status of the calling thread's last call among those that return
+ * none: rmm_allocate_direct and the framework allocators (rmm_cupy_malloc,
+ * rmm_torch_allocate). */
+rmm_status rmm_last_error_status(void);
+
+/* A nonzero number naming what rmm_get_current_device_resource() would give
+ * the calling thread: it is made of the thread's current device and a
+ * generation that every set and reset of any device's resource advances,
+ * from any language: the device in the low 16 bits, the generation above.
+ * While it is unchanged the current resource is the same, so a binding
+ * that keeps that resource compares tokens on each use instead of asking
+ * for the resource, and may drop what it kept for older generations. 0
+ * when the current device cannot be read (ask
+ * rmm_get_current_device_resource, which says why). */
+uint64_t rmm_current_resource_token(void);
+
 /* ------------------------------------------------ resource-specific calls */
 /* Each answers RMM_ERROR_INVALID_ARGUMENT when mr is of another kind. */
 

@@ -37,6 +37,7 @@ from ctypes import (
     c_int,
     c_int64,
     c_size_t,
+    c_uint64,
     c_uint,
     c_void_p,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "RMMIndexError",
     "RMMRuntimeError",
     "raise_for_status",
+    "raise_for_last_status",
     "last_error_message",
     "status_string",
     "read_string",
@@ -267,6 +269,15 @@ _handle = c_void_p  # rmm_resource_t
 _stream = c_void_p  # rmm_stream_t
 _pool = c_void_p  # rmm_mem_pool_t
 _P = POINTER
+# A size_t argument of the hot path (rmm_allocate_direct,
+# rmm_deallocate_direct), declared as c_void_p: the same 64-bit integer
+# register on every platform rmmgo runs on (LP64), and ctypes converts an int
+# to a c_void_p argument in a few instructions while c_size_t first runs an
+# isinstance check through the metaclass (about 100 ns more per argument on
+# every call). It takes any int from -2**63 to 2**64 - 1, so callers check
+# the range themselves (DeviceBuffer does).
+_fast_size = c_void_p
+assert ctypes.sizeof(c_size_t) == ctypes.sizeof(c_void_p)
 
 # name -> (restype, argtypes). Status-returning functions are checked.
 FUNCTIONS = {
@@ -331,6 +342,11 @@ FUNCTIONS = {
     "rmm_tracking_allocated_bytes": (_status, [_handle, _P(c_size_t)]),
     "rmm_tracking_outstanding_count": (_status, [_handle, _P(c_size_t)]),
     "rmm_tracking_report": (_status, [_handle, c_void_p, c_size_t, _P(c_size_t)]),
+    # calls for bindings: the allocation hot path
+    "rmm_allocate_direct": (c_void_p, [_handle, _stream, _fast_size]),
+    "rmm_deallocate_direct": (_status, [_handle, _stream, c_void_p, _fast_size]),
+    "rmm_last_error_status": (c_int, []),
+    "rmm_current_resource_token": (c_uint64, []),
     # framework allocators (no status: NULL / nothing on failure)
     "rmm_cupy_malloc": (c_void_p, [c_void_p, c_size_t, c_int]),
     "rmm_cupy_free": (None, [c_void_p, c_void_p, c_int]),
@@ -339,6 +355,10 @@ FUNCTIONS = {
 }
 
 _UNCHECKED = {
+    "rmm_allocate_direct",
+    "rmm_deallocate_direct",
+    "rmm_last_error_status",
+    "rmm_current_resource_token",
     "rmm_version",
     "rmm_version_number",
     "rmm_status_string",
@@ -415,6 +435,18 @@ def raise_for_status(status, what=None, allocating=False):
             raise RMMRuntimeError(Status.ERROR_INTERNAL, text) from cause
         raise _ALLOCATION_FAILURES[st](st, msg)
     raise _EXCEPTIONS.get(st, RMMRuntimeError)(st, msg)
+
+
+def raise_for_last_status(what=None, allocating=False):
+    """After a call that returns no status gave NULL: raise for the thread's last status.
+
+    For rmm_allocate_direct and the framework allocators. Call it on the same
+    thread right after the call, as raise_for_status; it returns quietly
+    when that call succeeded (NULL for 0 bytes).
+    """
+    st = lib.rmm_last_error_status()
+    if st:
+        raise_for_status(st, what, allocating)
 
 
 def backend_name():

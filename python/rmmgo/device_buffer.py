@@ -25,10 +25,8 @@ __all__ = [
     "copy_device_to_ptr",
 ]
 
-_ALIGN = _b.DEFAULT_ALIGNMENT
 _lib = _b.lib
-_by_handle = _mr._by_handle
-_exiting = _mr._exiting
+_DMR = _mr.DeviceMemoryResource
 _numpy = None
 
 
@@ -111,19 +109,17 @@ class DeviceBuffer:
 
     __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")
 
-    # Bound here, not looked up as module globals, so that __del__ works even
-    # late in interpreter shutdown.
-    _allocate = _b.unchecked("rmm_allocate")
-    _deallocate = _b.unchecked("rmm_deallocate")
-    _get_current = _b.unchecked("rmm_get_current_device_resource")
-    _release = _b.unchecked("rmm_resource_release")
+    # The allocation path, bound here (not looked up as module globals, so
+    # that __del__ works even late in interpreter shutdown): one C call to
+    # allocate (rmm_allocate_direct, three arguments, the pointer as its
+    # result) and one to free, and for the current resource one more that
+    # stays in C (the token that the kept resource is looked up by).
+    _alloc = _lib.rmm_allocate_direct
+    _free = _lib.rmm_deallocate_direct
+    _token = _mr._token
+    _current = _mr._current_by_token
 
     def __init__(self, *, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None):
-        # The hot path: a few attribute stores and one ctypes call (two more
-        # when mr is None: the library's current resource is asked each time,
-        # so a resource that C code made current is honoured at once).
-        self._ptr = 0
-        self._size = self._capacity = 0
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
         if size.__class__ is not int or size < 0 or size > _SIZE_MAX:
@@ -131,46 +127,37 @@ class DeviceBuffer:
         if ptr:
             ptr = as_size_t(ptr, "ptr")
         if mr is None:
-            mr = self._current_resource()
-        elif not isinstance(mr, _mr.DeviceMemoryResource):
+            tok = self._token()
+            mr = self._current.get(tok)
+            if mr is None:
+                mr = _mr._current_resource_slow(tok)
+        elif not isinstance(mr, _DMR):
             raise TypeError("mr must be a memory resource, not %s" % type(mr).__name__)
         self._mr = mr
         self._stream = stream
-        if size:
-            out = c_void_p()
-            st = self._allocate(mr._handle, stream._handle, size, _ALIGN, out)
-            if st:
-                _b.raise_for_status(st, "DeviceBuffer: cannot allocate %d bytes" % size, allocating=True)
-            self._ptr = out.value
-            self._size = self._capacity = size
-            if ptr:
-                _lib.rmm_memcpy(self._ptr, ptr, size, stream._handle)
-                if stream.is_default():
-                    _lib.rmm_stream_synchronize(stream._handle)
-
-    @classmethod
-    def _current_resource(cls):
-        out = c_void_p()
-        st = cls._get_current(out)
-        if st:
-            _b.raise_for_status(st, "DeviceBuffer: no current device resource")
-        h = out.value
-        obj = _by_handle.get(h)
-        if obj is not None and not _exiting[0]:
-            cls._release(h)  # the object already owns a reference
-            return obj
-        return _mr.from_handle(h, new_reference=True)
+        self._size = self._capacity = size
+        if not size:
+            self._ptr = 0
+            return
+        p = self._alloc(mr._handle, stream._handle, size)
+        if p is None:
+            _allocation_failed(self, size)
+        self._ptr = p
+        if ptr:
+            _lib.rmm_memcpy(p, ptr, size, stream._handle)
+            if stream.is_default():
+                _lib.rmm_stream_synchronize(stream._handle)
 
     def __del__(self):
+        # Frees exactly once: _ptr is cleared before the call (and never set
+        # when __init__ failed before allocating).
         try:
             p = self._ptr
         except AttributeError:  # __init__ did not get far
             return
         if p:
             self._ptr = 0
-            # 256 is DEFAULT_ALIGNMENT, written out so that no module global
-            # is needed late in interpreter shutdown.
-            self._deallocate(self._mr._handle, self._stream._handle, p, self._capacity, 256)
+            self._free(self._mr._handle, self._stream._handle, p, self._capacity)
 
     # -- properties
 
@@ -302,17 +289,16 @@ class DeviceBuffer:
         new_capacity = as_size_t(new_capacity, "new_capacity")
         if new_capacity <= self._capacity:
             return
-        out = c_void_p()
-        st = self._allocate(self._mr._handle, s._handle, new_capacity, _ALIGN, out)
-        if st:
-            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot allocate %d bytes" % new_capacity, allocating=True)
+        p = self._alloc(self._mr._handle, s._handle, new_capacity)
+        if p is None:
+            _allocation_failed(None, new_capacity, "DeviceBuffer.reserve")
         if self._size:
-            _lib.rmm_memcpy(out.value, self._ptr, self._size, s._handle)
+            _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
         old, old_cap, old_stream = self._ptr, self._capacity, self._stream
-        self._ptr, self._capacity, self._stream = out.value, new_capacity, s
+        self._ptr, self._capacity, self._stream = p, new_capacity, s
         if old:
             # Freed in stream order on the copy's stream, after the copy.
-            st = self._deallocate(self._mr._handle, s._handle, old, old_cap, _ALIGN)
+            st = self._free(self._mr._handle, s._handle, old, old_cap)
             if st:
                 _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
         del old_stream
@@ -343,6 +329,52 @@ class DeviceBuffer:
         if not self._ptr or self._capacity == 0:
             return
         _lib.rmm_prefetch(self._ptr, self._size, device, s._handle)
+
+
+def _allocation_failed(buf, size, what="DeviceBuffer"):
+    """Raise what the failed rmm_allocate_direct left (a MemoryError), leaving buf empty when given."""
+    if buf is not None:
+        buf._ptr = 0
+        buf._size = buf._capacity = 0
+    msg = "%s: cannot allocate %d bytes" % (what, size)
+    _b.raise_for_last_status(msg, allocating=True)
+    # NULL for a nonzero size with no failure recorded: still no memory.
+    raise _b.RMMMemoryError(_b.Status.ERROR_BAD_ALLOC, msg + ": the library returned NULL")
+
+
+_new_buffer = object.__new__
+
+
+def _buffer(size, stream, mr=None):
+    """DeviceBuffer(size=size, stream=stream, mr=mr) for the package's allocators.
+
+    size: an int already in range; stream: a Stream; mr: a resource or None
+    for the current one. The same steps as DeviceBuffer.__init__ without its
+    keyword call and argument checks (about a fifth of a DeviceBuffer's own
+    cost), for the CuPy allocator's per-allocation path.
+    """
+    buf = _new_buffer(DeviceBuffer)
+    if mr is None:
+        tok = _token()
+        mr = _current.get(tok)
+        if mr is None:
+            mr = _mr._current_resource_slow(tok)
+    buf._mr = mr
+    buf._stream = stream
+    buf._size = buf._capacity = size
+    if not size:
+        buf._ptr = 0
+        return buf
+    p = _alloc(mr._handle, stream._handle, size)
+    if p is None:
+        _allocation_failed(buf, size)
+    buf._ptr = p
+    return buf
+
+
+_alloc = DeviceBuffer._alloc
+_token = DeviceBuffer._token
+_current = DeviceBuffer._current
 
 
 def to_device(b, stream=DEFAULT_STREAM, mr=None):

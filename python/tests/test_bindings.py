@@ -222,3 +222,44 @@ def test_pip_cuda_runtime_is_preloaded_only_when_nothing_else_provides_one(tmp_p
         if system == "SYSTEM":
             pytest.skip("this machine has a system libcudart: the pip one is never needed")
         assert got == (str(lib / "libcudart.so.12") if expect_loaded else "None"), (env, r.stdout)
+
+
+def test_allocate_direct_returns_the_pointer_and_keeps_the_status():
+    res = rmmgo.mr.PoolMemoryResource(rmmgo.mr.CudaMemoryResource(), 1 << 20)
+    p = b.lib.rmm_allocate_direct(res.handle, None, 1000)
+    assert p and p % 256 == 0
+    assert b.lib.rmm_last_error_status() == b.Status.SUCCESS
+    assert b.lib.rmm_deallocate_direct(res.handle, None, p, 1000) == b.Status.SUCCESS
+    # The same block again: the pool knows it is not handed out any more.
+    assert b.lib.rmm_deallocate_direct(res.handle, None, p, 1000) == b.Status.ERROR_INVALID_POINTER
+    # Zero bytes: NULL and success.
+    assert b.lib.rmm_allocate_direct(res.handle, None, 0) is None
+    assert b.lib.rmm_last_error_status() == b.Status.SUCCESS
+    b.raise_for_last_status()  # nothing to raise
+
+
+def test_allocate_direct_failures_leave_status_and_message():
+    lim = rmmgo.mr.LimitingResourceAdaptor(rmmgo.mr.CudaMemoryResource(), allocation_limit=1 << 20)
+    assert b.lib.rmm_allocate_direct(lim.handle, None, 2 << 20) is None
+    assert b.lib.rmm_last_error_status() == b.Status.ERROR_OUT_OF_MEMORY
+    assert "limit" in b.last_error_message().lower()
+    with pytest.raises(rmmgo.OutOfMemoryError):
+        b.raise_for_last_status(allocating=True)
+    # A handle that was never made: refused, not followed.
+    assert b.lib.rmm_allocate_direct(0x1234567, None, 64) is None
+    assert b.lib.rmm_last_error_status() == b.Status.ERROR_INVALID_HANDLE
+    # A size no resource can have (the binding's sizes are plain pointers).
+    assert b.lib.rmm_allocate_direct(lim.handle, None, -1) is None
+    assert b.lib.rmm_last_error_status() != b.Status.SUCCESS
+
+
+def test_current_resource_token_names_device_and_generation():
+    t0 = b.lib.rmm_current_resource_token()
+    assert t0 != 0 and t0 & 0xFFFF == 0  # device 0 current
+    assert b.lib.rmm_current_resource_token() == t0  # nothing changed
+    res = rmmgo.mr.CudaMemoryResource()
+    rmmgo.mr.set_current_device_resource(res)
+    t1 = b.lib.rmm_current_resource_token()
+    assert t1 >> 16 > t0 >> 16
+    rmmgo.mr.reset_current_device_resource()
+    assert b.lib.rmm_current_resource_token() >> 16 > t1 >> 16

@@ -197,3 +197,70 @@ def test_objects_for_every_kind_round_trip_through_c():
             assert type(back.upstream_mr) is mr.CudaMemoryResource
         del back
         mr.reset_current_device_resource()
+
+
+def test_kept_current_resource_follows_c_at_once():
+    # Python keeps the current resource by token (rmm_current_resource_token);
+    # a change made from C, with no Python call in between, is honoured by
+    # the very next DeviceBuffer().
+    a = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
+    mr.set_current_device_resource(a)
+    assert rmm.DeviceBuffer(size=10).mr is a
+    assert rmm.DeviceBuffer(size=10).mr is a
+    h = c_create(Kind.STATISTICS, upstream=a.upstream_mr.handle)
+    lib.rmm_set_current_device_resource(h, None)
+    lib.rmm_resource_release(h)
+    buf = rmm.DeviceBuffer(size=10)
+    assert buf.mr.handle == h and a.allocation_counts.current_count == 0
+    del buf
+    lib.rmm_reset_current_device_resource(None)
+    assert type(rmm.DeviceBuffer(size=10).mr) is mr.CudaMemoryResource
+    assert type(mr.get_current_device_resource()) is mr.CudaMemoryResource
+
+
+def test_kept_current_resource_follows_the_device():
+    if device_count() < 2:
+        pytest.skip("needs two devices")
+    zero = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
+    mr.set_per_device_resource(0, zero)
+    lib.rmm_set_device(1)
+    try:
+        one = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
+        mr.set_per_device_resource(1, one)
+        assert rmm.DeviceBuffer(size=10).mr is one
+        lib.rmm_set_device(0)  # from C: Python is not told
+        assert rmm.DeviceBuffer(size=10).mr is zero
+        lib.rmm_set_device(1)
+        assert rmm.DeviceBuffer(size=10).mr is one
+        assert mr.get_current_device_resource() is one
+    finally:
+        lib.rmm_set_device(0)
+    assert mr.get_current_device_resource() is zero
+
+
+def test_kept_current_resource_is_let_go():
+    import weakref
+
+    # Set from C and wrapped by Python: once C replaces it, the next lookup
+    # drops Python's object, and with it the last reference to the resource.
+    h = c_create(Kind.CUDA)
+    lib.rmm_set_current_device_resource(h, None)
+    lib.rmm_resource_release(h)
+    wrapper = weakref.ref(rmm.DeviceBuffer(size=10).mr)
+    gc.collect()
+    assert wrapper() is not None  # kept while current
+    lib.rmm_reset_current_device_resource(None)
+    rmm.DeviceBuffer(size=10)
+    gc.collect()
+    assert wrapper() is None
+    with pytest.raises(RuntimeError):
+        lib.rmm_resource_retain(h)
+    # Set from Python: replacing it from Python lets it go at once.
+    s = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
+    mr.set_current_device_resource(s)
+    rmm.DeviceBuffer(size=10)
+    ref = weakref.ref(s)
+    del s
+    mr.reset_current_device_resource()
+    gc.collect()
+    assert ref() is None

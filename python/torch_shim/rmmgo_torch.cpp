@@ -12,9 +12,10 @@
 // PyTorch a tensor at address 0.
 //
 // rmm_torch_allocate (librmmgo.so, written in Go) cannot throw: exceptions
-// must not unwind through Go frames. It returns NULL and leaves the reason in
-// rmm_last_error_message(); this layer turns that into an exception, entirely
-// in C++ frames. c10::OutOfMemoryError (which PyTorch maps to
+// must not unwind through Go frames. It returns NULL and leaves the status in
+// rmm_last_error_status() and the reason in rmm_last_error_message(); this
+// layer turns that into an exception, entirely in C++ frames. The successful
+// call is the library call and one test, nothing else. c10::OutOfMemoryError (which PyTorch maps to
 // torch.OutOfMemoryError) needs PyTorch's headers and libc10, which this
 // layer does without on purpose; out of memory is thrown as a std::bad_alloc
 // subclass and everything else as std::runtime_error, both with the library's
@@ -64,7 +65,7 @@ __attribute__((visibility("default"))) void* rmmgo_torch_allocate(size_t size, i
   }
   std::string msg = "rmmgo: cannot allocate " + std::to_string(size) + " bytes on device " + std::to_string(device) +
                     ": " + why;
-  if (mentions_out_of_memory(why)) {
+  if (rmm_last_error_status() == RMM_ERROR_OUT_OF_MEMORY || mentions_out_of_memory(why)) {
     throw out_of_memory(msg);
   }
   throw std::runtime_error(msg);

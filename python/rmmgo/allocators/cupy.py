@@ -22,8 +22,10 @@ with CuPy's default stream. Running out of memory raises
 import ctypes
 
 from .. import _bindings as _b
-from ..device_buffer import DeviceBuffer
-from ..stream import Stream
+from .._utils import SIZE_MAX, as_size_t
+from ..device_buffer import _buffer
+from ..mr import DeviceMemoryResource
+from ..stream import DEFAULT_STREAM, Stream
 
 try:
     import cupy
@@ -32,6 +34,13 @@ except ImportError:
 
 __all__ = ["rmm_cupy_allocator", "make_cupy_allocator", "rmm_cupy_python_allocator"]
 
+if cupy is not None:
+    # Looked up once: each allocation is then a handful of calls.
+    _get_current_stream = cupy.cuda.get_current_stream
+    _get_device_id = cupy.cuda.device.get_device_id
+    _UnownedMemory = cupy.cuda.UnownedMemory
+    _MemoryPointer = cupy.cuda.memory.MemoryPointer
+
 
 def _require_cupy():
     if cupy is None:
@@ -39,17 +48,30 @@ def _require_cupy():
 
 
 def _allocate(nbytes, mr):
-    """A MemoryPointer to a new DeviceBuffer of nbytes on CuPy's current stream."""
-    stream = Stream(obj=cupy.cuda.get_current_stream())
-    buf = DeviceBuffer(size=nbytes, stream=stream, mr=mr)
-    dev_id = -1 if buf.ptr else cupy.cuda.device.get_device_id()
-    mem = cupy.cuda.UnownedMemory(ptr=buf.ptr, size=buf.size, owner=buf, device_id=dev_id)
-    return cupy.cuda.memory.MemoryPointer(mem, 0)
+    """A MemoryPointer to a new DeviceBuffer of nbytes on CuPy's current stream.
+
+    The DeviceBuffer is made without its keyword call (device_buffer._buffer)
+    and CuPy's null stream is rmmgo's DEFAULT_STREAM (both are stream 0), so
+    that no Stream object is made for it. The memory is on the current
+    device (the resource is the current device's, or one the caller must use
+    with its device current, RMM's rule), so its id is given to CuPy, which
+    otherwise asks CUDA about the pointer (cudaPointerGetAttributes) on every
+    allocation.
+    """
+    cs = _get_current_stream()
+    h = cs.ptr
+    stream = DEFAULT_STREAM if h == 0 else Stream._from_handle(h, cs)
+    if nbytes.__class__ is not int or nbytes < 0 or nbytes > SIZE_MAX:
+        nbytes = as_size_t(nbytes, "nbytes")
+    buf = _buffer(nbytes, stream, mr)
+    mem = _UnownedMemory(buf._ptr, nbytes, buf, _get_device_id())
+    return _MemoryPointer(mem, 0)
 
 
 def rmm_cupy_allocator(nbytes):
     """A CuPy allocator over rmmgo: a DeviceBuffer from the current resource on CuPy's current stream."""
-    _require_cupy()
+    if cupy is None:
+        _require_cupy()
     return _allocate(nbytes, None)
 
 
@@ -70,6 +92,8 @@ def make_cupy_allocator(mr=None, c_function=False):
     function allocator over the library instead (see the module docstring).
     """
     _require_cupy()
+    if mr is not None and not isinstance(mr, DeviceMemoryResource):
+        raise TypeError("mr must be a memory resource, not %s" % type(mr).__name__)
     cfa = getattr(cupy.cuda.memory, "CFunctionAllocator", None)
     if not c_function or cfa is None:
         if mr is None:

@@ -74,7 +74,6 @@ __all__ = [
 
 _lib = _b.lib
 _log = logging.getLogger("rmmgo")
-_ALIGN = _b.DEFAULT_ALIGNMENT
 
 
 class RMMLogicError(RMMRuntimeError, ValueError):
@@ -157,6 +156,7 @@ def _flush_logs_at_exit(lib=_lib, kind_logging=int(ResourceKind.LOGGING)):
     """
     if not _used[0]:
         _exiting[0] = True
+        _current_by_token.clear()
         return  # this process made no resource here: touch no device at exit
     try:
         d = c_int()
@@ -183,6 +183,7 @@ def _flush_logs_at_exit(lib=_lib, kind_logging=int(ResourceKind.LOGGING)):
         pass
     finally:
         _exiting[0] = True
+        _current_by_token.clear()  # their handles are released next
 
 
 # Run the flush before weakref.finalize's own exit hook releases Python's
@@ -350,8 +351,8 @@ class DeviceMemoryResource:
 
     # -- allocation
 
-    _allocate_fn = _b.unchecked("rmm_allocate")
-    _deallocate_fn = _b.unchecked("rmm_deallocate")
+    _allocate_fn = _lib.rmm_allocate_direct
+    _deallocate_fn = _lib.rmm_deallocate_direct
 
     def allocate(self, nbytes, stream=DEFAULT_STREAM):
         """Allocate nbytes in stream order; returns the pointer as an int (0 for 0 bytes).
@@ -364,11 +365,11 @@ class DeviceMemoryResource:
             stream = as_stream(stream)
         if nbytes.__class__ is not int or nbytes < 0 or nbytes > SIZE_MAX:
             nbytes = as_size_t(nbytes, "nbytes")
-        out = c_void_p()
-        st = self._allocate_fn(self._handle, stream._handle, nbytes, _ALIGN, out)
-        if st:
-            _b.raise_for_status(st, allocating=True)
-        return out.value or 0
+        p = self._allocate_fn(self._handle, stream._handle, nbytes)
+        if p is None:
+            _b.raise_for_last_status(allocating=True)
+            return 0
+        return p
 
     def deallocate(self, ptr, nbytes, stream=DEFAULT_STREAM):
         """Give back memory from allocate (same nbytes) in stream order."""
@@ -378,7 +379,7 @@ class DeviceMemoryResource:
             nbytes = as_size_t(nbytes, "nbytes")
         if ptr.__class__ is not int or ptr < 0 or ptr > SIZE_MAX:
             ptr = as_size_t(ptr, "ptr")
-        st = self._deallocate_fn(self._handle, stream._handle, ptr, nbytes, _ALIGN)
+        st = self._deallocate_fn(self._handle, stream._handle, ptr, nbytes)
         if st:
             _b.raise_for_status(st)
 
@@ -948,11 +949,46 @@ _held = {}
 _held_lock = threading.RLock()
 
 
-def get_current_device_resource():
-    """The current device's resource, as the library has it (C and Python alike)."""
+# The current resource, kept by token. rmm_current_resource_token names what
+# the library's current resource is for the calling thread (its device in the
+# low 16 bits, above them a generation that every set and reset advances,
+# from any language), so the object found for a token stays right while the
+# token is the same: DeviceBuffer() and get_current_device_resource() read a
+# token and look it up, one C call that does not cross into Go, instead of
+# taking a new reference, wrapping it and releasing it. Only the newest
+# generation's objects are kept (one per device); a set or reset from Python
+# drops them at once, one from C at the next lookup.
+_token = _b.lib.rmm_current_resource_token
+_TOKEN_DEVICE_BITS = 16
+_current_by_token = {}
+_current_generation = [0]
+
+
+def _current_resource_slow(tok):
+    """Ask the library for the current resource and keep it for token tok."""
     out = c_void_p()
     _lib.rmm_get_current_device_resource(byref(out))
-    return _take(out)
+    obj = _take(out)
+    gen = tok >> _TOKEN_DEVICE_BITS
+    if gen and not _exiting[0] and gen >= _current_generation[0]:
+        if gen > _current_generation[0]:
+            _current_by_token.clear()
+            _current_generation[0] = gen
+        _current_by_token[tok] = obj
+    return obj
+
+
+def _forget_current():
+    _current_by_token.clear()
+
+
+def get_current_device_resource():
+    """The current device's resource, as the library has it (C and Python alike)."""
+    tok = _token()
+    obj = _current_by_token.get(tok)
+    if obj is None:
+        obj = _current_resource_slow(tok)
+    return obj
 
 
 def set_current_device_resource(mr):
@@ -962,6 +998,7 @@ def set_current_device_resource(mr):
     with _held_lock:
         _lib.rmm_set_current_device_resource(h, None)
         _held[dev] = mr
+        _forget_current()
 
 
 def reset_current_device_resource():
@@ -971,6 +1008,7 @@ def reset_current_device_resource():
     with _held_lock:
         _lib.rmm_reset_current_device_resource(byref(out))
         _held.pop(dev, None)
+        _forget_current()
     return _take(out)
 
 
@@ -997,6 +1035,7 @@ def set_per_device_resource(device, mr):
     with _held_lock:
         _lib.rmm_set_per_device_resource(int(device), h, None)
         _held[int(device)] = mr
+        _forget_current()
 
 
 def reset_per_device_resource(device):
@@ -1005,6 +1044,7 @@ def reset_per_device_resource(device):
     with _held_lock:
         _lib.rmm_reset_per_device_resource(int(device), byref(out))
         _held.pop(int(device), None)
+        _forget_current()
     return _take(out)
 
 
