@@ -484,7 +484,11 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		defer runtime.UnlockOSThread()
 	}
 	if size > smallLimit {
-		return a.allocateLarge(stream, size)
+		p, err := a.allocateLarge(stream, size)
+		if err != nil {
+			return 0, closedOr(&a.closed, kindArena, err)
+		}
+		return p, nil
 	}
 	u := int(size >> unitShift)
 	for {
@@ -502,7 +506,10 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		}
 		p, err = a.allocateSlow(stream, sl, l, u)
 		if err != streamorder.ErrRetry {
-			return p, err
+			if err != nil {
+				return 0, closedOr(&a.closed, kindArena, err)
+			}
+			return p, nil
 		}
 	}
 }
@@ -734,10 +741,10 @@ func (a *Arena) reclaim() error {
 }
 
 // failure reports an allocation the arena cannot serve, writing the dump
-// when asked to.
+// when asked to (not when it failed because the arena was closed meanwhile).
 func (a *Arena) failure(s Stream, size uintptr, cause error) error {
-	if !errors.Is(cause, ErrOutOfMemory) {
-		return cause
+	if !errors.Is(cause, ErrOutOfMemory) || a.closed.Load() {
+		return closedOr(&a.closed, kindArena, cause)
 	}
 	if a.dump {
 		a.writeDump(s, size)
@@ -766,7 +773,7 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		defer runtime.UnlockOSThread()
 	}
 	if size > smallLimit {
-		return a.global.Deallocate(stream, ptr, size)
+		return closedOr(&a.closed, kindArena, a.global.Deallocate(stream, ptr, size))
 	}
 	sl, err := a.eng.Lookup(stream)
 	if err != nil {
@@ -774,13 +781,13 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	}
 	sb := a.superblockAt(ptr)
 	if sb == nil || ptr&(DefaultAlignment-1) != 0 {
-		return fmt.Errorf("%s: %w: %#x", kindArena, ErrInvalidPointer, ptr)
+		return closedOr(&a.closed, kindArena, fmt.Errorf("%s: %w: %#x", kindArena, ErrInvalidPointer, ptr))
 	}
 	i, u := int(ptr-sb.base)>>unitShift, int(size>>unitShift)
 	for {
 		l := sb.owner.Load()
 		if l == nil {
-			return fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr)
+			return closedOr(&a.closed, kindArena, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr))
 		}
 		if l.St == sl.St {
 			l.Mu.Lock()
@@ -809,7 +816,7 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 			l.Mu.Unlock()
 			a.eng.MaybeSettle(sl, stream)
 			if give {
-				return a.global.Deallocate(stream, sb.base, superblockSize)
+				return closedOr(&a.closed, kindArena, a.global.Deallocate(stream, sb.base, superblockSize))
 			}
 			return nil
 		}
@@ -837,6 +844,9 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 }
 
 func (a *Arena) badFree(ptr, size uintptr) error {
+	if a.closed.Load() {
+		return errClosed(kindArena)
+	}
 	return fmt.Errorf("%s: %w: %#x is not a live allocation of %d bytes (deallocated already, or another size?)", kindArena, ErrInvalidPointer, ptr, size)
 }
 
@@ -874,7 +884,7 @@ func (a *Arena) ArenaSize() uintptr { return a.size }
 
 // Close returns the global arena to the upstream (after synchronizing the
 // device) and releases the events. Later calls fail with ErrClosed; closing
-// again does nothing.
+// again does nothing. Calls racing Close finish, or fail with ErrClosed.
 func (a *Arena) Close() error {
 	a.closeMu.Lock()
 	defer a.closeMu.Unlock()
