@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,63 +138,173 @@ func TestSubAllocatorCloseRacingCalls(t *testing.T) {
 	}
 }
 
-// TestSubAllocatorCloseUnderLoad closes each sub-allocator while goroutines
-// allocate and free on the default stream and on streams of their own: every
-// call succeeds or fails with ErrClosed, calls made after Close returned
-// fail, and the upstream gets every byte back.
-func TestSubAllocatorCloseUnderLoad(t *testing.T) {
+// closer is a resource that can be closed.
+type closer interface {
+	Resource
+	Close() error
+}
+
+// closeUnderLoad closes r while four goroutines allocate and free on the
+// default stream and on streams of their own (made through g): every call
+// must succeed or fail with ErrClosed, and calls made after Close returned
+// must fail.
+func closeUnderLoad(t *testing.T, g *gateRuntime, r closer, round int) {
+	t.Helper()
 	const workers = 4
+	var ops atomic.Int64
+	var closed atomic.Bool
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		s := DefaultStream
+		if w%2 == 1 {
+			s = newStream(t, g)
+		}
+		wg.Add(1)
+		go func(w int, s Stream) {
+			defer wg.Done()
+			size := uintptr(256 << (w % 6)) // 256 B .. 8 KiB
+			for {
+				after := closed.Load()
+				p, err := r.Allocate(s, size, DefaultAlignment)
+				if err == nil && after {
+					errc <- fmt.Errorf("an allocation that began after Close succeeded")
+					return
+				}
+				if err == nil {
+					ops.Add(1)
+					err = r.Deallocate(s, p, size, DefaultAlignment)
+				}
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						errc <- err
+					}
+					return
+				}
+			}
+		}(w, s)
+	}
+	for start := time.Now(); ops.Load() < 200 && time.Since(start) < 2*time.Second; {
+		runtime.Gosched()
+	}
+	require.NoError(t, r.Close())
+	closed.Store(true)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Errorf("round %d: %v", round, err)
+	}
+}
+
+// TestSubAllocatorCloseUnderLoad closes each sub-allocator under load
+// (closeUnderLoad): the upstream gets every byte back and no event is left.
+func TestSubAllocatorCloseUnderLoad(t *testing.T) {
 	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
 			g := newGateRuntime(t)
-			for round := 0; round < raceScale(10); round++ {
+			for round := 0; round < raceScale(6); round++ {
 				up := newCountingUpstream(t)
-				r := m.make(t, g, up)
-				var ops atomic.Int64
-				var closed atomic.Bool
-				errc := make(chan error, workers)
-				var wg sync.WaitGroup
-				for w := 0; w < workers; w++ {
-					s := DefaultStream
-					if w%2 == 1 {
-						s = newStream(t, g)
-					}
-					wg.Add(1)
-					go func(w int, s Stream) {
-						defer wg.Done()
-						size := uintptr(256 << (w % 6)) // 256 B .. 8 KiB
-						for {
-							after := closed.Load()
-							p, err := r.Allocate(s, size, DefaultAlignment)
-							if err == nil && after {
-								errc <- fmt.Errorf("an allocation that began after Close succeeded")
-								return
-							}
-							if err == nil {
-								ops.Add(1)
-								err = r.Deallocate(s, p, size, DefaultAlignment)
-							}
-							if err != nil {
-								if !errors.Is(err, ErrClosed) {
-									errc <- err
-								}
-								return
-							}
-						}
-					}(w, s)
-				}
-				for ops.Load() < 200 {
-					runtime.Gosched()
-				}
-				require.NoError(t, r.Close())
-				closed.Store(true)
-				wg.Wait()
-				close(errc)
-				for err := range errc {
-					t.Errorf("round %d: %v", round, err)
-				}
+				closeUnderLoad(t, g, m.make(t, g, up), round)
 				require.Zero(t, up.liveBytes(), "round %d: every byte is back upstream", round)
 				require.Zero(t, g.events.Load(), "round %d: no event left", round)
+			}
+		})
+	}
+}
+
+// asyncOwners make the kinds that own a CUDA memory pool, on runtime r.
+var asyncOwners = []struct {
+	name string
+	make func(r cudart.Runtime) (closer, error)
+}{
+	{"cuda_async", func(r cudart.Runtime) (closer, error) { return newCudaAsync(r, CudaAsyncOptions{}) }},
+	{"cuda_async_managed", func(r cudart.Runtime) (closer, error) { return newCudaAsyncManaged(r) }},
+}
+
+// newAsyncOwner makes one, skipping the test where the device lacks it.
+func newAsyncOwner(t *testing.T, name string, make func(r cudart.Runtime) (closer, error), r cudart.Runtime) closer {
+	t.Helper()
+	c, err := make(r)
+	if errors.Is(err, ErrNotSupported) && !isSimulated(t) {
+		t.Skipf("%s is not supported here: %v", name, err)
+	}
+	require.NoError(t, err)
+	return c
+}
+
+// deviceFree is the current device's free memory once the device is idle.
+func deviceFree(t *testing.T, r cudart.Runtime) uint64 {
+	t.Helper()
+	require.NoError(t, r.DeviceSynchronize())
+	free, _, err := r.MemGetInfo()
+	require.NoError(t, err)
+	return free
+}
+
+// TestAsyncCloseRacingAllocate stops an allocation inside a cuda_async (and
+// a cuda_async_managed) resource, in cudaMallocFromPoolAsync, and closes
+// the resource meanwhile. Close must wait for the call (before the fix it
+// destroyed the pool under it, and the call failed with a CUDA error on the
+// destroyed pool, which on a GPU may crash), and give back every block
+// still outstanding, the racing call's and one held from before (before,
+// CUDA kept a destroyed pool's memory until blocks nobody could free any
+// more were freed: the device lost them).
+func TestAsyncCloseRacingAllocate(t *testing.T) {
+	for _, k := range asyncOwners {
+		t.Run(k.name, func(t *testing.T) {
+			g := newGateRuntime(t)
+			free0 := deviceFree(t, g)
+			r := newAsyncOwner(t, k.name, k.make, g)
+			held, err := r.Allocate(DefaultStream, 1<<20, DefaultAlignment)
+			require.NoError(t, err)
+
+			g.arm("MallocFromPoolAsync", DefaultStream)
+			type result struct {
+				p   uintptr
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				p, err := r.Allocate(DefaultStream, 2<<20, DefaultAlignment)
+				done <- result{p, err}
+			}()
+			g.wait()
+			closed := make(chan error, 1)
+			go func() { closed <- r.Close() }()
+			select {
+			case err := <-closed:
+				closed <- err
+				t.Errorf("Close returned while an allocation was inside the resource")
+			case <-time.After(20 * time.Millisecond):
+			}
+			g.open()
+			got := <-done
+			require.NoError(t, got.err, "the allocation began before Close")
+			require.NoError(t, <-closed)
+			for _, b := range []struct{ p, n uintptr }{{held, 1 << 20}, {got.p, 2 << 20}} {
+				requireIs(t, r.Deallocate(DefaultStream, b.p, b.n, DefaultAlignment), ErrClosed, "Close gave it back")
+			}
+			_, err = r.Allocate(DefaultStream, 256, DefaultAlignment)
+			requireIs(t, err, ErrClosed)
+			if k.name == "cuda_async" { // managed memory is not device memory to MemGetInfo
+				assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
+			}
+		})
+	}
+}
+
+// TestAsyncCloseUnderLoad closes each pool-owning kind under load
+// (closeUnderLoad): the device gets every byte back.
+func TestAsyncCloseUnderLoad(t *testing.T) {
+	for _, k := range asyncOwners {
+		t.Run(k.name, func(t *testing.T) {
+			g := newGateRuntime(t)
+			free0 := deviceFree(t, g)
+			for round := 0; round < raceScale(10); round++ {
+				closeUnderLoad(t, g, newAsyncOwner(t, k.name, k.make, g), round)
+			}
+			if k.name == "cuda_async" {
+				assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
 			}
 		})
 	}
