@@ -16,6 +16,10 @@
  * rmmgo itself loads: RMMGO_CUDART_LIBRARY, libcudart.so.13, .12); on the
  * simulated backend the baselines are skipped.
  *
+ * --case fragmentation runs the fragmentation workload (bench/README.md,
+ * "The fragmentation workload") instead: pool and expandable under one
+ * maximum size, one thread.
+ *
  * Output: a markdown report on stdout. Run with --help for the flags.
  */
 #define _GNU_SOURCE
@@ -126,6 +130,8 @@ typedef struct {
   size_t max_size;
 } bench_case;
 
+enum { R_CUDA, R_CUDA_ASYNC, R_POOL, R_ARENA, R_BINNING, R_FIXED, R_EXPANDABLE, R_COUNT };
+
 static const bench_case standard_cases[] = {
     {"small", 100000, 4u << 10},
     {"medium", 20000, 1u << 20},
@@ -135,7 +141,7 @@ static const bench_case standard_cases[] = {
 enum { MAX_THREAD_COUNTS = 16, MAX_THREADS = 1024 };
 
 static struct {
-  bool cases[3];
+  bool cases[4]; /* small, medium, large, fragmentation */
   size_t num_allocations; /* 0: the case's */
   size_t max_size;        /* 0: the case's */
   int threads[MAX_THREAD_COUNTS];
@@ -146,7 +152,7 @@ static struct {
   bool max_usage_per_thread;
   bool fresh_threads; /* new threads for every repetition (--fresh-threads) */
   int stream_mode; /* 0 auto (own stream when threads > 1), 1 default stream, 2 own stream */
-  bool resources[6];
+  bool resources[R_COUNT];
   bool baselines;
   bool cuda_malloc_baseline; /* false: --no-cudamalloc */
   bool efficiency;
@@ -157,19 +163,19 @@ static struct {
   int bin_min_exp, bin_max_exp;
   size_t fixed_blocks;
   double budget_s;
+  size_t frag_cap; /* the fragmentation workload's maximum size; 0: 8 GiB on CUDA, a quarter of the device */
 } opt;
 
-static const char* resource_names[6] = {"cuda", "cuda_async", "pool", "arena", "binning", "fixed_size"};
-enum { R_CUDA, R_CUDA_ASYNC, R_POOL, R_ARENA, R_BINNING, R_FIXED };
+static const char* resource_names[R_COUNT] = {"cuda", "cuda_async", "pool", "arena", "binning", "fixed_size", "expandable"};
 
 static void usage(FILE* f) {
   fprintf(f,
           "usage: random_allocations [flags]\n"
-          "  --case LIST           small,medium,large or all (default all)\n"
+          "  --case LIST           small,medium,large,fragmentation or all (default all)\n"
           "  --threads LIST        thread counts (default 1,4,16)\n"
           "  --reps N              timed repetitions, median reported (default 5)\n"
           "  --warmup N            untimed repetitions first (default 0)\n"
-          "  --resource LIST       cuda,cuda_async,pool,arena,binning,fixed_size or all (default all)\n"
+          "  --resource LIST       cuda,cuda_async,pool,arena,binning,fixed_size,expandable or all (default all)\n"
           "  --no-baselines        skip cudaMalloc and cudaMallocAsync\n"
           "  --no-cudamalloc       skip the cudaMalloc baseline only (it takes minutes at 16 threads)\n"
           "  --no-efficiency       skip the extra untimed repetition that measures peak live bytes\n"
@@ -189,6 +195,8 @@ static void usage(FILE* f) {
           "  --bins MIN:MAX        binning's fixed-size bins 2^MIN..2^MAX bytes (default 8:22)\n"
           "  --fixed-blocks N      fixed_size blocks preallocated at a time (default 128)\n"
           "  --budget SECONDS      start no new configuration after this long (default: none)\n"
+          "  --frag-cap BYTES      the fragmentation workload's maximum size (default 8GiB on CUDA,\n"
+          "                        a quarter of device memory on the simulated device)\n"
           "Sizes take B, KiB, MiB, GiB (or kB, MB, GB).\n");
 }
 
@@ -227,10 +235,10 @@ static bool parse_list(const char* s, const char* const* names, int n, bool* fla
 }
 
 static bool parse_args(int argc, char** argv) {
-  opt.cases[0] = opt.cases[1] = opt.cases[2] = true;
+  opt.cases[0] = opt.cases[1] = opt.cases[2] = opt.cases[3] = true;
   opt.threads[0] = 1, opt.threads[1] = 4, opt.threads[2] = 16, opt.thread_count_n = 3;
   opt.reps = 5;
-  for (int i = 0; i < 6; i++) opt.resources[i] = true;
+  for (int i = 0; i < R_COUNT; i++) opt.resources[i] = true;
   opt.baselines = true;
   opt.cuda_malloc_baseline = true;
   opt.efficiency = true;
@@ -239,7 +247,7 @@ static bool parse_args(int argc, char** argv) {
   opt.arena_size = RMM_SIZE_DEFAULT;
   opt.bin_min_exp = 8, opt.bin_max_exp = 22;
   opt.fixed_blocks = 128;
-  static const char* const case_names[3] = {"small", "medium", "large"};
+  static const char* const case_names[4] = {"small", "medium", "large", "fragmentation"};
   for (int i = 1; i < argc; i++) {
     char* arg = argv[i];
     char* val = NULL;
@@ -262,7 +270,8 @@ static bool parse_args(int argc, char** argv) {
     } else {
       static const char* const valued[] = {"--case", "--resource", "--threads", "--reps", "--warmup", "--max-usage",
                                            "--num-allocations", "--max-size", "--stream", "--seed", "--device",
-                                           "--pool-initial", "--arena-size", "--bins", "--fixed-blocks", "--budget"};
+                                           "--pool-initial", "--arena-size", "--bins", "--fixed-blocks", "--budget",
+                                           "--frag-cap"};
       bool known = false;
       for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known = known || strcmp(arg, valued[k]) == 0;
       if (!known) {
@@ -276,8 +285,8 @@ static bool parse_args(int argc, char** argv) {
         return false;
       }
       bool ok = true;
-      if (strcmp(arg, "--case") == 0) ok = parse_list(v, case_names, 3, opt.cases);
-      else if (strcmp(arg, "--resource") == 0) ok = parse_list(v, resource_names, 6, opt.resources);
+      if (strcmp(arg, "--case") == 0) ok = parse_list(v, case_names, 4, opt.cases);
+      else if (strcmp(arg, "--resource") == 0) ok = parse_list(v, resource_names, R_COUNT, opt.resources);
       else if (strcmp(arg, "--threads") == 0) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", v);
@@ -311,6 +320,7 @@ static bool parse_args(int argc, char** argv) {
              opt.bin_min_exp <= opt.bin_max_exp && opt.bin_max_exp < 63;
       } else if (strcmp(arg, "--fixed-blocks") == 0) ok = parse_bytes(v, &opt.fixed_blocks) && opt.fixed_blocks > 0;
       else if (strcmp(arg, "--budget") == 0) ok = (opt.budget_s = atof(v)) > 0;
+      else if (strcmp(arg, "--frag-cap") == 0) ok = parse_bytes(v, &opt.frag_cap) && opt.frag_cap > 0;
       if (!ok) {
         fprintf(stderr, "random_allocations: bad value for %s: %s\n", arg, v);
         return false;
@@ -331,6 +341,7 @@ typedef struct {
   rmm_resource_t mr;        /* KIND_RMMGO: the resource under test      */
   rmm_resource_t upstream;  /* statistics adaptor below it, or NULL     */
   rmm_mem_pool_t cuda_pool; /* a CUDA pool whose reserved memory counts */
+  bool maps;                /* expandable: what it holds is rmm_pool_size, sampled */
 } allocator;
 
 enum { ALLOC_OK = 0, ALLOC_NO_MEMORY = 1, ALLOC_ERROR = 2 };
@@ -390,15 +401,24 @@ typedef struct {
   char error[256];
 } worker;
 
-static _Atomic int64_t live_now, live_peak;
+static _Atomic int64_t live_now, live_peak, mapped_peak;
 static double t_begin; /* when the measurements began, for progress lines */
 
-static inline void count_live(int64_t delta) {
-  int64_t v = atomic_fetch_add_explicit(&live_now, delta, memory_order_relaxed) + delta;
-  int64_t p = atomic_load_explicit(&live_peak, memory_order_relaxed);
-  while (v > p && !atomic_compare_exchange_weak_explicit(&live_peak, &p, v, memory_order_relaxed,
-                                                         memory_order_relaxed)) {
+static inline void raise_peak(_Atomic int64_t* peak, int64_t v) {
+  int64_t p = atomic_load_explicit(peak, memory_order_relaxed);
+  while (v > p && !atomic_compare_exchange_weak_explicit(peak, &p, v, memory_order_relaxed, memory_order_relaxed)) {
   }
+}
+
+static inline void count_live(int64_t delta) {
+  raise_peak(&live_peak, atomic_fetch_add_explicit(&live_now, delta, memory_order_relaxed) + delta);
+}
+
+/* After an allocation in the efficiency repetition: the device memory an
+ * expandable resource has mapped (it changes only when it allocates). */
+static inline void sample_mapped(const allocator* a) {
+  size_t n = 0;
+  if (a->maps && rmm_pool_size(a->mr, &n) == RMM_SUCCESS) raise_peak(&mapped_peak, (int64_t)n);
 }
 
 static void* run_worker(void* arg) {
@@ -442,7 +462,7 @@ static void* run_worker(void* arg) {
       w->sizes[live] = size;
       live++, made++, ops++;
       live_bytes += size;
-      if (w->count_live) count_live((int64_t)size);
+      if (w->count_live) count_live((int64_t)size), sample_mapped(a);
     } else if (live > 0) {
       size_t i = (size_t)(splitmix64(&rng) % live);
       int rc = free_one(a, s, w->ptrs[i], w->sizes[i]);
@@ -627,6 +647,10 @@ static void describe_resource(int r, char* out, size_t n) {
                "preallocated each), larger sizes from the pool",
                s1, (size_t)1 << opt.bin_min_exp, s2, opt.bin_max_exp - opt.bin_min_exp + 1);
       break;
+    case R_EXPANDABLE:
+      snprintf(out, n, "expandable_memory_resource (maximum: the device's memory; no release threshold); peak "
+               "reserved = the most device memory it mapped, sampled after every allocation of the efficiency run");
+      break;
     default:
       snprintf(out, n, "fixed_size_memory_resource(cuda), block = the case's max_size rounded up to 256 B, %zu blocks "
                "at a time",
@@ -650,6 +674,10 @@ static bool make_resource(int r, size_t max_size, allocator* a, char* err, size_
     case R_CUDA_ASYNC:
       st = rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC, &o, &a->mr);
       if (st == RMM_SUCCESS && cu.loaded) rmm_cuda_async_pool_handle(a->mr, &a->cuda_pool);
+      break;
+    case R_EXPANDABLE:
+      st = rmm_resource_create(RMM_RESOURCE_EXPANDABLE, &o, &a->mr);
+      a->maps = true;
       break;
     case R_POOL:
     case R_ARENA:
@@ -705,6 +733,7 @@ static void release_allocator(allocator* a) {
 /* Peak bytes reserved from the upstream: the statistics adaptor under a
  * sub-allocator, or the CUDA pool's high-water mark; 0 when unknown. */
 static int64_t peak_reserved(const allocator* a) {
+  if (a->maps) return atomic_load(&mapped_peak);
   if (a->upstream != NULL) {
     rmm_statistics s;
     memset(&s, 0, sizeof s);
@@ -780,6 +809,7 @@ static double run_config(allocator* a, const char* case_name, int threads, size_
   if (opt.efficiency && error[0] == '\0') {
     atomic_store(&live_now, 0);
     atomic_store(&live_peak, 0);
+    atomic_store(&mapped_peak, 0);
     rep_result r = run_rep(a, threads, streams, n, max_size, per_thread, true, ws, ptrs, sizes, tm);
     if (r.error[0] != '\0') snprintf(error, sizeof error, "%s", r.error);
     peak_live = atomic_load(&live_peak);
@@ -814,6 +844,183 @@ static double run_config(allocator* a, const char* case_name, int threads, size_
   (void)ops;
   fflush(stdout);
   return median;
+}
+
+/* ------------------------------------------- the fragmentation workload */
+
+/* The workload of bench/workload/fragmentation.go, with the same draws:
+ * rounds of small and large allocations interleaved; the round's large ones
+ * freed and one block as large as all of them asked for; small ones living
+ * for `window` rounds. One thread, the default stream. */
+enum { FRAG_ROUNDS = 32, FRAG_PAIRS = 16, FRAG_WINDOW = 4 };
+
+typedef struct {
+  uint64_t ops, big, served, with_room, failed;
+  int64_t peak_live, peak_mapped;
+  double seconds;
+  char error[256];
+} frag_result;
+
+static frag_result run_fragmentation(const allocator* a, size_t cap, bool sample) {
+  frag_result r;
+  memset(&r, 0, sizeof r);
+  const size_t max_small = cap / 320, max_large = cap / 32;
+  static void* small_p[FRAG_ROUNDS][FRAG_PAIRS];
+  static size_t small_n[FRAG_ROUNDS][FRAG_PAIRS];
+  int small_count[FRAG_ROUNDS] = {0};
+  void* large_p[FRAG_PAIRS];
+  size_t large_n[FRAG_PAIRS];
+  uint64_t rng = opt.seed;
+  int64_t live = 0;
+  const rmm_stream_t s = NULL;
+  rmm_set_device(opt.device);
+#define FRAG_ALLOC(n, out)                                                                        \
+  (rmm_allocate(a->mr, s, (n), RMM_DEFAULT_ALIGNMENT, (out)) == RMM_SUCCESS                        \
+       ? (r.ops++, live += (int64_t)(n), r.peak_live = live > r.peak_live ? live : r.peak_live,    \
+          sample ? (sample_mapped(a), 0) : 0, true)                                                \
+       : false)
+#define FRAG_FREE(p, n)                                                                           \
+  do {                                                                                            \
+    if (rmm_deallocate(a->mr, s, (p), (n), RMM_DEFAULT_ALIGNMENT) != RMM_SUCCESS && !r.error[0]) \
+      snprintf(r.error, sizeof r.error, "free failed: %s", rmm_last_error_message());             \
+    r.ops++, live -= (int64_t)(n);                                                                \
+  } while (0)
+  const double t0 = now_s();
+  for (int round = 0; round < FRAG_ROUNDS && !r.error[0]; round++) {
+    int larges = 0;
+    size_t freed = 0;
+    for (int i = 0; i < FRAG_PAIRS; i++) {
+      size_t n = 1 + (size_t)(splitmix64(&rng) % max_small);
+      void* p = NULL;
+      if (FRAG_ALLOC(n, &p)) {
+        small_p[round][small_count[round]] = p, small_n[round][small_count[round]++] = n;
+      } else {
+        r.failed++;
+      }
+      n = max_large / 2 + 1 + (size_t)(splitmix64(&rng) % (max_large - max_large / 2));
+      if (FRAG_ALLOC(n, &p)) {
+        large_p[larges] = p, large_n[larges++] = n;
+      } else {
+        r.failed++;
+      }
+    }
+    for (int i = 0; i < larges; i++) {
+      freed += large_n[i];
+      FRAG_FREE(large_p[i], large_n[i]);
+    }
+    if (freed > 0) {
+      void* p = NULL;
+      r.big++;
+      if (FRAG_ALLOC(freed, &p)) {
+        r.served++;
+        FRAG_FREE(p, freed);
+      } else if ((size_t)live + freed <= cap) {
+        r.with_room++;
+      }
+    }
+    int old = round - FRAG_WINDOW + 1;
+    if (old >= 0) {
+      for (int i = 0; i < small_count[old]; i++) FRAG_FREE(small_p[old][i], small_n[old][i]);
+      small_count[old] = 0;
+    }
+  }
+  for (int round = 0; round < FRAG_ROUNDS; round++) {
+    for (int i = 0; i < small_count[round]; i++) FRAG_FREE(small_p[round][i], small_n[round][i]);
+  }
+#undef FRAG_ALLOC
+#undef FRAG_FREE
+  rmm_stream_synchronize(s);
+  r.seconds = now_s() - t0;
+  return r;
+}
+
+/* The fragmentation workload on pool and expandable (as --resource
+ * selects), all under the maximum size cap; prints its own table. */
+static int run_fragmentation_case(size_t cap) {
+  char capt[64];
+  size_text(cap, capt, sizeof capt);
+  printf("\n## fragmentation workload (bench/README.md): maximum size %s, %d rounds of %d small/large pairs, "
+         "small sizes up to %zu B, large up to %zu B, small blocks live %d rounds; one thread, the default stream\n\n",
+         capt, FRAG_ROUNDS, FRAG_PAIRS, cap / 320, cap / 32, FRAG_WINDOW);
+  printf("| allocator | ops/s (median) | per op | min..max | big requests served | failed with room | failed "
+         "small/large | peak reserved | peak live | reserved/live |\n");
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  fflush(stdout);
+  struct {
+    const char* name;
+    int r;
+    size_t threshold; /* expandable's release_threshold */
+  } configs[] = {{"pool", R_POOL, 0}, {"expandable", R_EXPANDABLE, RMM_SIZE_DEFAULT}, {"expandable, release_threshold 0", R_EXPANDABLE, 0}};
+  int failed = 0;
+  for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+    if (!opt.resources[configs[c].r]) continue;
+    allocator a;
+    memset(&a, 0, sizeof a);
+    a.kind = KIND_RMMGO;
+    a.name = configs[c].name;
+    rmm_resource_options o;
+    rmm_resource_options_init(&o);
+    o.maximum_pool_size = cap;
+    char err[512] = "";
+    rmm_status st;
+    if (configs[c].r == R_POOL) {
+      if ((a.upstream = make_stats(err, sizeof err)) == NULL) st = RMM_ERROR_INTERNAL;
+      else {
+        o.upstream = a.upstream;
+        o.initial_pool_size = 0;
+        st = rmm_resource_create(RMM_RESOURCE_POOL, &o, &a.mr);
+      }
+    } else {
+      o.release_threshold = configs[c].threshold;
+      st = rmm_resource_create(RMM_RESOURCE_EXPANDABLE, &o, &a.mr);
+      a.maps = true;
+    }
+    if (st != RMM_SUCCESS) {
+      printf("| %s | failed to make: %s | | | | | | | | |\n", a.name, err[0] ? err : lib_error());
+      fflush(stdout);
+      release_allocator(&a);
+      failed++;
+      continue;
+    }
+    double rates[256];
+    int reps = opt.reps > 256 ? 256 : opt.reps;
+    frag_result last;
+    memset(&last, 0, sizeof last);
+    for (int i = 0; i < opt.warmup + reps && !last.error[0]; i++) {
+      last = run_fragmentation(&a, cap, false);
+      if (i >= opt.warmup) rates[i - opt.warmup] = last.seconds > 0 ? (double)last.ops / last.seconds : 0;
+    }
+    int64_t peak_live = 0;
+    if (!last.error[0]) {
+      atomic_store(&mapped_peak, 0);
+      frag_result e = run_fragmentation(&a, cap, true); /* untimed: samples what expandable maps */
+      peak_live = e.peak_live;
+      if (e.error[0]) snprintf(last.error, sizeof last.error, "%s", e.error);
+    }
+    if (last.error[0]) {
+      printf("| %s | failed: %s | | | | | | | | |\n", a.name, last.error);
+      failed++;
+    } else {
+      qsort(rates, (size_t)reps, sizeof rates[0], cmp_double);
+      double median = reps % 2 ? rates[reps / 2] : (rates[reps / 2 - 1] + rates[reps / 2]) / 2;
+      char med[32], lo[32], hi[32], per[32], res[32], liv[32], eff[32];
+      human_rate(median, med, sizeof med);
+      human_rate(rates[0], lo, sizeof lo);
+      human_rate(rates[reps - 1], hi, sizeof hi);
+      human_time(1e9 / median, per, sizeof per);
+      int64_t reserved = peak_reserved(&a);
+      human_bytes(reserved, res, sizeof res);
+      human_bytes(peak_live, liv, sizeof liv);
+      if (reserved > 0 && peak_live > 0) snprintf(eff, sizeof eff, "%.2f", (double)reserved / (double)peak_live);
+      else snprintf(eff, sizeof eff, "-");
+      printf("| %s | %s | %s | %s..%s | %" PRIu64 " of %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %s | %s | %s |\n",
+             a.name, med, per, lo, hi, last.served, last.big, last.with_room, last.failed, res, liv, eff);
+    }
+    fflush(stdout);
+    fprintf(stderr, "[%7.1f s] %s, fragmentation\n", now_s() - t_begin, a.name);
+    release_allocator(&a);
+  }
+  return failed;
 }
 
 /* ------------------------------------------------------------------- main */
@@ -893,7 +1100,7 @@ int main(int argc, char** argv) {
                                                  : "one set per configuration, kept for all its repetitions");
   }
   printf("- resources:\n");
-  for (int r = 0; r < 6; r++) {
+  for (int r = 0; r < R_COUNT; r++) {
     if (!opt.resources[r]) continue;
     char cfg[512];
     describe_resource(r, cfg, sizeof cfg);
@@ -926,12 +1133,12 @@ int main(int argc, char** argv) {
       int threads = opt.threads[ti];
       double async_rate = 0;
       if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
-        for (int r = 0; r < 6; r++) skipped_configs += opt.resources[r];
+        for (int r = 0; r < R_COUNT; r++) skipped_configs += opt.resources[r];
         skipped_configs += baselines ? 1 + opt.cuda_malloc_baseline : 0;
         continue;
       }
       if (baselines) {
-        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL};
+        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL, false};
         uint64_t max64 = UINT64_MAX, zero = 0;
         cu.set_device(opt.device);
         cu.device_synchronize();
@@ -945,7 +1152,7 @@ int main(int argc, char** argv) {
         } else {
           async_rate = run_config(&base, bc->name, threads, n, max_size, max_usage, 0, ws, ptrs, sizes);
         }
-        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL};
+        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL, false};
         if (!opt.cuda_malloc_baseline) {
           /* left out on request (--no-cudamalloc) */
         } else if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
@@ -954,7 +1161,7 @@ int main(int argc, char** argv) {
           run_config(&plain, bc->name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes);
         }
       }
-      for (int r = 0; r < 6; r++) {
+      for (int r = 0; r < R_COUNT; r++) {
         if (!opt.resources[r]) continue;
         if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
           skipped_configs++;
@@ -976,6 +1183,12 @@ int main(int argc, char** argv) {
     free(sizes);
   }
   free(ws);
+  if (opt.cases[3]) {
+    size_t cap = opt.frag_cap ? opt.frag_cap : on_cuda ? (size_t)8 << 30 : total_b / 4;
+    cap &= ~(((size_t)2 << 20) - 1); /* whole granules */
+    if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) skipped_configs++;
+    else failed += run_fragmentation_case(cap);
+  }
   printf("\n");
   if (skipped_configs > 0) printf("%d configuration(s) not run: over the --budget of %.0f s\n", skipped_configs, opt.budget_s);
   printf("total time %.1f s\n", now_s() - t_begin);

@@ -142,8 +142,8 @@ func TestKindsAreAllNamed(t *testing.T) {
 		assert.Equal(t, k.name, kindsByEnum[k.kind].name)
 		assert.Equal(t, k.class, goString(className(&namedKind{fakeResource{name: k.name}})), k.name)
 	}
-	assert.Len(t, kindsByName, 21)
-	assert.Len(t, kindsByEnum, 21)
+	assert.Len(t, kindsByName, 22)
+	assert.Len(t, kindsByEnum, 22)
 	// A Go resource with a kind of its own still has a name.
 	assert.Equal(t, "mine", goString(className(&namedKind{fakeResource{name: "mine"}})))
 }

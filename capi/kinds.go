@@ -69,6 +69,8 @@ var kindTable = []kindSpec{
 		upstream: true, make: func(a *createArgs) (core.Resource, error) {
 			return core.NewBinning(a.upstream, int(a.o.min_size_exponent), int(a.o.max_size_exponent))
 		}},
+	{kind: C.RMM_RESOURCE_EXPANDABLE, name: "expandable", class: "expandable_memory_resource",
+		make: makeExpandable},
 	// adaptors
 	{kind: C.RMM_RESOURCE_ALIGNED, name: "aligned", class: "aligned_resource_adaptor",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) {
@@ -224,6 +226,23 @@ func makePool(a *createArgs) (core.Resource, error) {
 		InitialSize: uintptr(a.o.initial_pool_size),
 		MaximumSize: maxSize,
 	})
+}
+
+// makeExpandable: maximum_pool_size takes RMM_SIZE_DEFAULT
+// (core.SizeDefault) for the device's memory, and refuses an explicit 0.
+// release_threshold counts bytes kept, as for cuda_async: RMM_SIZE_DEFAULT
+// keeps all (core's 0); an explicit 0 keeps nothing, which core spells as
+// the smallest threshold it takes (256 bytes).
+func makeExpandable(a *createArgs) (core.Resource, error) {
+	maxSize, err := sizeOption("maximum_pool_size", a.o.maximum_pool_size, core.SizeDefault, false)
+	if err != nil {
+		return nil, err
+	}
+	threshold := uintptr(a.o.release_threshold)
+	if a.o.release_threshold == 0 {
+		threshold = core.DefaultAlignment
+	}
+	return core.NewExpandable(core.ExpandableOptions{MaximumSize: maxSize, ReleaseThreshold: threshold})
 }
 
 func makeArena(a *createArgs) (core.Resource, error) {

@@ -60,7 +60,7 @@ func getSize[T any](fn string, mr C.rmm_resource_t, kinds []C.rmm_resource_kind,
 
 // The kinds each call takes.
 var (
-	poolKinds       = []C.rmm_resource_kind{C.RMM_RESOURCE_POOL}
+	poolKinds       = []C.rmm_resource_kind{C.RMM_RESOURCE_POOL, C.RMM_RESOURCE_EXPANDABLE}
 	fixedSizeKinds  = []C.rmm_resource_kind{C.RMM_RESOURCE_FIXED_SIZE}
 	binningKinds    = []C.rmm_resource_kind{C.RMM_RESOURCE_BINNING}
 	asyncKinds      = []C.rmm_resource_kind{C.RMM_RESOURCE_CUDA_ASYNC, C.RMM_RESOURCE_CUDA_ASYNC_VIEW, C.RMM_RESOURCE_CUDA_ASYNC_MANAGED}

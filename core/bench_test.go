@@ -10,7 +10,7 @@ package core_test
 // goroutines, and efficiency (one goroutine only) the peak bytes the
 // resource held from its upstream over the peak live bytes (for the arena:
 // the peak bytes of its global arena lent out, sampled every 64
-// operations). Pool and binning grow from nothing (InitialSize 0) so that
+// operations; for expandable: the peak bytes of device memory it mapped). Pool and binning grow from nothing (InitialSize 0) so that
 // efficiency means something; binning has fixed-size bins of 256 B to
 // 1 MiB over a pool. On the simulated device the figures only show that the
 // code runs; the GPU figures are in docs/benchmarks.md.
@@ -95,6 +95,13 @@ var benchResources = []benchResource{
 			return peak
 		}
 		return a, sample, func() { closeOrFail(b, a) }
+	}},
+	{"expandable", all, func(b *testing.B, c workload.Case, maxUsage uintptr) (core.Resource, func() uintptr, func()) {
+		e, err := core.NewExpandable(core.ExpandableOptions{})
+		if err != nil {
+			b.Skipf("expandable: %v", err)
+		}
+		return e, e.PeakPoolSize, func() { closeOrFail(b, e) }
 	}},
 	{"cuda_async", all, func(b *testing.B, c workload.Case, maxUsage uintptr) (core.Resource, func() uintptr, func()) {
 		a, err := core.NewCudaAsync(core.CudaAsyncOptions{})

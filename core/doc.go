@@ -102,7 +102,10 @@
 //	CudaAsyncManaged  cuda_async_managed  D H  stream-ordered managed memory from a pool it owns
 //
 // Sub-allocators take large blocks from an upstream resource and carve them
-// up: Pool (coalescing best fit), Arena, FixedSize and Binning.
+// up: Pool (coalescing best fit), Arena, FixedSize and Binning. Expandable
+// is the pool's heap over one reserved range of device addresses that it
+// maps itself, in granules, through CUDA's virtual memory management: it
+// grows without fragmenting across chunks and gives free granules back.
 //
 // Adaptors wrap an upstream resource (Adaptor.Upstream) and add one
 // behaviour: Aligned, Callback, FailureCallback, Limiting, Logging,
@@ -115,8 +118,8 @@
 // per-device table. Package core/eventlog reads and writes the
 // memory-event log that Logging writes, in RMM's CSV format. The machinery
 // behind the sub-allocators is internal: core/internal/heap is the
-// coalescing block heap of Pool and of Arena's global arena (with the
-// pool's magazines), core/internal/streamorder the stream-ordered free
+// coalescing block heap of Pool, Expandable and Arena's global arena (with
+// the pool's magazines, and Expandable's holes), core/internal/streamorder the stream-ordered free
 // lists that Pool, FixedSize and Arena share (stream ids, event records
 // and waits, shards per P), core/internal/inflight the per-P count of
 // calls in flight that CudaAsync's Close waits for, and core/internal/addr,

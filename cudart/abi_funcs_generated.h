@@ -111,4 +111,31 @@ typedef RMMGO_ERR (*rmmgo_fn_cudaMemAdvise_device)(const void *devPtr, size_t co
 
 typedef RMMGO_ERR (*rmmgo_fn_cudaPointerGetAttributes)(RMMGO_PTRATTR *attributes, const void *ptr);
 
+/* cuMemGetAllocationGranularity (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemGetAllocationGranularity)(size_t *granularity, const RMMGO_ALLOCPROP *prop, RMMGO_GRANFLAGS option);
+
+/* cuMemAddressReserve (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemAddressReserve)(RMMGO_DEVPTR *ptr, size_t size, size_t alignment, RMMGO_DEVPTR addr, unsigned long long flags);
+
+/* cuMemAddressFree (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemAddressFree)(RMMGO_DEVPTR ptr, size_t size);
+
+/* cuMemCreate (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemCreate)(RMMGO_MEMHANDLE *handle, size_t size, const RMMGO_ALLOCPROP *prop, unsigned long long flags);
+
+/* cuMemRelease (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemRelease)(RMMGO_MEMHANDLE handle);
+
+/* cuMemMap (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemMap)(RMMGO_DEVPTR ptr, size_t size, size_t offset, RMMGO_MEMHANDLE handle, unsigned long long flags);
+
+/* cuMemUnmap (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemUnmap)(RMMGO_DEVPTR ptr, size_t size);
+
+/* cuMemSetAccess (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemSetAccess)(RMMGO_DEVPTR ptr, size_t size, const RMMGO_ACCESSDESC *desc, size_t count);
+
+/* cuMemGetAccess (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef RMMGO_CURESULT (*rmmgo_fn_cuMemGetAccess)(unsigned long long *flags, const RMMGO_CULOCATION *location, RMMGO_DEVPTR ptr);
+
 #endif /* RMMGO_ABI_FUNCS_GENERATED_H */

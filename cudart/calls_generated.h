@@ -71,6 +71,15 @@ enum {
 	rmmgo_slot_cudaMemPrefetchAsync_device,
 	rmmgo_slot_cudaMemAdvise_device,
 	rmmgo_slot_cudaPointerGetAttributes,
+	rmmgo_slot_cuMemGetAllocationGranularity,
+	rmmgo_slot_cuMemAddressReserve,
+	rmmgo_slot_cuMemAddressFree,
+	rmmgo_slot_cuMemCreate,
+	rmmgo_slot_cuMemRelease,
+	rmmgo_slot_cuMemMap,
+	rmmgo_slot_cuMemUnmap,
+	rmmgo_slot_cuMemSetAccess,
+	rmmgo_slot_cuMemGetAccess,
 	rmmgo_slot_count
 };
 
@@ -125,6 +134,15 @@ static inline const char *rmmgo_slot_name(int slot) {
 		"cudaMemPrefetchAsync_device",
 		"cudaMemAdvise_device",
 		"cudaPointerGetAttributes",
+		"cuMemGetAllocationGranularity",
+		"cuMemAddressReserve",
+		"cuMemAddressFree",
+		"cuMemCreate",
+		"cuMemRelease",
+		"cuMemMap",
+		"cuMemUnmap",
+		"cuMemSetAccess",
+		"cuMemGetAccess",
 	};
 	return slot >= 0 && slot < rmmgo_slot_count ? names[slot] : NULL;
 }
@@ -548,6 +566,91 @@ static inline rmmgo_ret_cudaPointerGetAttributes rmmgo_call_cudaPointerGetAttrib
 	memset(&attributes, 0, sizeof attributes);
 	r.err = rmmgo_done(tbl, RMMGO_FN(tbl, cudaPointerGetAttributes)(&attributes, (const void *)ptr));
 	r.attributes = attributes;
+	return r;
+}
+
+/* cuMemGetAllocationGranularity (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef struct {
+	size_t granularity;
+	int32_t err;
+} rmmgo_ret_cuMemGetAllocationGranularity;
+static inline rmmgo_ret_cuMemGetAllocationGranularity rmmgo_call_cuMemGetAllocationGranularity(uintptr_t tbl, RMMGO_ALLOCPROP prop, int32_t option) {
+	rmmgo_ret_cuMemGetAllocationGranularity r;
+	size_t granularity;
+	memset(&r, 0, sizeof r);
+	memset(&granularity, 0, sizeof granularity);
+	r.err = RMMGO_FN(tbl, cuMemGetAllocationGranularity)(&granularity, &prop, option);
+	r.granularity = granularity;
+	return r;
+}
+
+/* cuMemAddressReserve (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef struct {
+	RMMGO_DEVPTR ptr;
+	int32_t err;
+} rmmgo_ret_cuMemAddressReserve;
+static inline rmmgo_ret_cuMemAddressReserve rmmgo_call_cuMemAddressReserve(uintptr_t tbl, size_t size, size_t alignment, RMMGO_DEVPTR addr, unsigned long long flags) {
+	rmmgo_ret_cuMemAddressReserve r;
+	RMMGO_DEVPTR ptr;
+	memset(&r, 0, sizeof r);
+	memset(&ptr, 0, sizeof ptr);
+	r.err = RMMGO_FN(tbl, cuMemAddressReserve)(&ptr, size, alignment, addr, flags);
+	r.ptr = ptr;
+	return r;
+}
+
+/* cuMemAddressFree (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+static inline int32_t rmmgo_call_cuMemAddressFree(uintptr_t tbl, RMMGO_DEVPTR ptr, size_t size) {
+	return RMMGO_FN(tbl, cuMemAddressFree)(ptr, size);
+}
+
+/* cuMemCreate (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef struct {
+	RMMGO_MEMHANDLE handle;
+	int32_t err;
+} rmmgo_ret_cuMemCreate;
+static inline rmmgo_ret_cuMemCreate rmmgo_call_cuMemCreate(uintptr_t tbl, size_t size, RMMGO_ALLOCPROP prop, unsigned long long flags) {
+	rmmgo_ret_cuMemCreate r;
+	RMMGO_MEMHANDLE handle;
+	memset(&r, 0, sizeof r);
+	memset(&handle, 0, sizeof handle);
+	r.err = RMMGO_FN(tbl, cuMemCreate)(&handle, size, &prop, flags);
+	r.handle = handle;
+	return r;
+}
+
+/* cuMemRelease (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+static inline int32_t rmmgo_call_cuMemRelease(uintptr_t tbl, RMMGO_MEMHANDLE handle) {
+	return RMMGO_FN(tbl, cuMemRelease)(handle);
+}
+
+/* cuMemMap (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+static inline int32_t rmmgo_call_cuMemMap(uintptr_t tbl, RMMGO_DEVPTR ptr, size_t size, size_t offset, RMMGO_MEMHANDLE handle, unsigned long long flags) {
+	return RMMGO_FN(tbl, cuMemMap)(ptr, size, offset, handle, flags);
+}
+
+/* cuMemUnmap (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+static inline int32_t rmmgo_call_cuMemUnmap(uintptr_t tbl, RMMGO_DEVPTR ptr, size_t size) {
+	return RMMGO_FN(tbl, cuMemUnmap)(ptr, size);
+}
+
+/* cuMemSetAccess (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+static inline int32_t rmmgo_call_cuMemSetAccess(uintptr_t tbl, RMMGO_DEVPTR ptr, size_t size, RMMGO_ACCESSDESC desc, size_t count) {
+	return RMMGO_FN(tbl, cuMemSetAccess)(ptr, size, &desc, count);
+}
+
+/* cuMemGetAccess (the driver's, in its 12.0 ABI, through cudaGetDriverEntryPointByVersion, may be missing) */
+typedef struct {
+	unsigned long long flags;
+	int32_t err;
+} rmmgo_ret_cuMemGetAccess;
+static inline rmmgo_ret_cuMemGetAccess rmmgo_call_cuMemGetAccess(uintptr_t tbl, RMMGO_CULOCATION location, RMMGO_DEVPTR ptr) {
+	rmmgo_ret_cuMemGetAccess r;
+	unsigned long long flags;
+	memset(&r, 0, sizeof r);
+	memset(&flags, 0, sizeof flags);
+	r.err = RMMGO_FN(tbl, cuMemGetAccess)(&flags, &location, ptr);
+	r.flags = flags;
 	return r;
 }
 

@@ -76,6 +76,43 @@ typedef struct rmmgo_cudaPointerAttributes {
 	unsigned char reserved[64]; /* offset 24: CUDA 13's reserved space */
 } rmmgo_cudaPointerAttributes;
 
+/*
+ * The driver's virtual memory management (cuda.h), taken through
+ * cudaGetDriverEntryPointByVersion. CUdeviceptr and
+ * CUmemGenericAllocationHandle are unsigned long long on 64-bit systems.
+ */
+typedef unsigned long long rmmgo_CUdeviceptr;                 /* CUdeviceptr */
+typedef unsigned long long rmmgo_CUmemGenericAllocationHandle; /* CUmemGenericAllocationHandle */
+typedef int32_t rmmgo_CUmemAllocationGranularity_flags;       /* CUmemAllocationGranularity_flags */
+typedef int32_t rmmgo_CUmemAccess_flags;                      /* CUmemAccess_flags */
+
+/* CUmemLocation: 8 bytes, as cudaMemLocation. */
+typedef struct rmmgo_CUmemLocation {
+	int32_t type; /* offset 0: CUmemLocationType */
+	int id;       /* offset 4: device ordinal */
+} rmmgo_CUmemLocation;
+
+/* CUmemAllocationProp: 32 bytes. rmmgo sets type, requestedHandleTypes and
+ * location, and zeroes the rest (no compression, no RDMA flag, no usage). */
+typedef struct rmmgo_CUmemAllocationProp {
+	int32_t type;                 /* offset 0: CUmemAllocationType */
+	int32_t requestedHandleTypes; /* offset 4: CUmemAllocationHandleType */
+	rmmgo_CUmemLocation location; /* offset 8 */
+	void *win32HandleMetaData;    /* offset 16 */
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags; /* offset 24 */
+} rmmgo_CUmemAllocationProp;
+
+/* CUmemAccessDesc: 12 bytes. */
+typedef struct rmmgo_CUmemAccessDesc {
+	rmmgo_CUmemLocation location;  /* offset 0 */
+	rmmgo_CUmemAccess_flags flags; /* offset 8 */
+} rmmgo_CUmemAccessDesc;
+
 #if UINTPTR_MAX == 0xffffffffffffffffu
 #ifdef __cplusplus
 #define RMMGO_ABI_ASSERT(cond, msg) static_assert(cond, msg)
@@ -86,6 +123,9 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaMemLocation) == 8, "cudaMemLocation is 8 bytes
 RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaMemPoolProps) == 88, "cudaMemPoolProps is 88 bytes");
 RMMGO_ABI_ASSERT(offsetof(rmmgo_cudaMemPoolProps, maxSize) == 24, "cudaMemPoolProps.maxSize at 24");
 RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttributes is 88 bytes in CUDA 13");
+RMMGO_ABI_ASSERT(sizeof(rmmgo_CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes");
+RMMGO_ABI_ASSERT(sizeof(rmmgo_CUmemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
+RMMGO_ABI_ASSERT(sizeof(rmmgo_CUdeviceptr) == 8, "CUdeviceptr is 8 bytes");
 #endif
 
 /*
@@ -106,6 +146,12 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttribut
 #define RMMGO_PTRATTR struct cudaPointerAttributes
 #define RMMGO_CURESULT CUresult
 #define RMMGO_ENTRYSTATUS enum cudaDriverEntryPointQueryResult
+#define RMMGO_DEVPTR CUdeviceptr
+#define RMMGO_MEMHANDLE CUmemGenericAllocationHandle
+#define RMMGO_GRANFLAGS CUmemAllocationGranularity_flags
+#define RMMGO_ALLOCPROP CUmemAllocationProp
+#define RMMGO_ACCESSDESC CUmemAccessDesc
+#define RMMGO_CULOCATION CUmemLocation
 #else
 #define RMMGO_ERR rmmgo_cudaError_t
 #define RMMGO_DEVATTR rmmgo_cudaDeviceAttr
@@ -120,6 +166,12 @@ RMMGO_ABI_ASSERT(sizeof(rmmgo_cudaPointerAttributes) == 88, "cudaPointerAttribut
 #define RMMGO_PTRATTR rmmgo_cudaPointerAttributes
 #define RMMGO_CURESULT int32_t /* CUresult, an enum: int-sized */
 #define RMMGO_ENTRYSTATUS int32_t /* enum cudaDriverEntryPointQueryResult */
+#define RMMGO_DEVPTR rmmgo_CUdeviceptr
+#define RMMGO_MEMHANDLE rmmgo_CUmemGenericAllocationHandle
+#define RMMGO_GRANFLAGS rmmgo_CUmemAllocationGranularity_flags
+#define RMMGO_ALLOCPROP rmmgo_CUmemAllocationProp
+#define RMMGO_ACCESSDESC rmmgo_CUmemAccessDesc
+#define RMMGO_CULOCATION rmmgo_CUmemLocation
 #endif
 
 /*

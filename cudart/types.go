@@ -184,3 +184,57 @@ const (
 	driverEntryEnableDefault = 0 // cudaEnableDefault
 	driverEntrySuccess       = 0 // cudaDriverEntryPointSuccess
 )
+
+// The driver's virtual memory management, which the backends offer through
+// VirtualMemory (vmm.go). CUmemAllocationProp and CUmemLocation take the
+// runtime's MemAllocationType, MemHandleType and MemLocationType values:
+// the declaration check proves that the driver's constants of the same
+// meaning are equal to them (abi.DriverAliases).
+
+// MemHandle is a CUmemGenericAllocationHandle: physical memory made by
+// MemCreate, until MemRelease.
+type MemHandle uint64
+
+// MemAccessFlags is CUmemAccess_flags.
+type MemAccessFlags int32
+
+const (
+	MemAccessFlagsProtNone      MemAccessFlags = 0
+	MemAccessFlagsProtRead      MemAccessFlags = 1
+	MemAccessFlagsProtReadWrite MemAccessFlags = 3
+)
+
+// cuErrorInvalidContext is the CUresult of a driver call made on a thread
+// with no current context, which the runtime has not initialized yet.
+const cuErrorInvalidContext = 201
+
+// MemGranularityOption is CUmemAllocationGranularity_flags: which
+// granularity MemGetAllocationGranularity reports.
+type MemGranularityOption int32
+
+const (
+	MemGranularityMinimum     MemGranularityOption = 0
+	MemGranularityRecommended MemGranularityOption = 1
+)
+
+// MemAllocationProp is the part of CUmemAllocationProp that rmmgo sets; the
+// real backend lays it out as the 32-byte C struct (see cuda_abi.h) with
+// every other field zero.
+type MemAllocationProp struct {
+	Type                 MemAllocationType // MemAllocationTypePinned
+	RequestedHandleTypes MemHandleType
+	Location             MemLocation // where the memory lives: a device
+}
+
+// DeviceMemoryProp describes pinned memory on device dev, not exportable:
+// what the expandable resource maps.
+func DeviceMemoryProp(dev int) MemAllocationProp {
+	return MemAllocationProp{Type: MemAllocationTypePinned, Location: DeviceLocation(dev)}
+}
+
+// MemAccessDesc is CUmemAccessDesc: the access one location gets to a
+// mapped range.
+type MemAccessDesc struct {
+	Location MemLocation
+	Flags    MemAccessFlags
+}

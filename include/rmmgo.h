@@ -164,6 +164,7 @@ typedef enum rmm_resource_kind {
   RMM_RESOURCE_ARENA = 21,
   RMM_RESOURCE_FIXED_SIZE = 22,
   RMM_RESOURCE_BINNING = 23,
+  RMM_RESOURCE_EXPANDABLE = 24, /* one reserved address range, mapped in granules (CUDA 12.5+) */
   /* adaptors */
   RMM_RESOURCE_ALIGNED = 40,
   RMM_RESOURCE_CALLBACK = 41,
@@ -225,7 +226,13 @@ typedef struct rmm_resource_options {
    * no priming). */
   size_t initial_pool_size;
   size_t maximum_pool_size;
-  /* cuda_async: bytes the pool keeps when idle (RMM_SIZE_DEFAULT: all). */
+  /* cuda_async: bytes the pool keeps when idle (RMM_SIZE_DEFAULT: all).
+   * expandable: maximum_pool_size bounds the device memory it maps
+   * (RMM_SIZE_DEFAULT: the device's memory; a multiple of 256 of at least
+   * the device's granularity, 2 MiB on current GPUs); release_threshold is
+   * the mapped size above which it gives back wholly free granules before it
+   * maps more (RMM_SIZE_DEFAULT: only at the maximum; 0: whenever it grows;
+   * else a multiple of 256). initial_pool_size is not used. */
   size_t release_threshold;
   /* cuda_async: rmm_mem_handle_type bits the pool can export (other bits are
    * refused). */
@@ -360,7 +367,9 @@ rmm_status rmm_reset_per_device_resource(int device, rmm_resource_t* previous);
 /* ------------------------------------------------ resource-specific calls */
 /* Each answers RMM_ERROR_INVALID_ARGUMENT when mr is of another kind. */
 
-/* pool */
+/* pool, and expandable (for which the pool size is the device memory
+ * mapped, and release gives back to the device every wholly free granule,
+ * live memory staying where it is) */
 rmm_status rmm_pool_size(rmm_resource_t mr, size_t* bytes);       /* bytes taken from upstream */
 rmm_status rmm_pool_used_bytes(rmm_resource_t mr, size_t* bytes); /* bytes handed out */
 /* Give back to the upstream every upstream chunk that is wholly free. */

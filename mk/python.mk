@@ -7,7 +7,8 @@
 #                          no environment variable
 #   make test-python       installs that wheel into a fresh virtual environment
 #                          and runs python/tests against it from outside the
-#                          checkout (scripts/wheel-test.sh); part of `make test`
+#                          checkout (scripts/wheel-test.sh); part of `make test`;
+#                          the Dask tests run there, not skipped (RMMGO_TEST_DASK=1)
 #   make test-python-tree  the same tests against python/rmmgo in this checkout
 #                          (quicker while editing the package)
 #   make torch-shim        build/librmmgo_torch.so
@@ -33,7 +34,7 @@ wheel: $(LIB) $(TORCH_SHIM) | setup
 
 test-python: wheel
 	@echo "== python tests against the installed wheel (backend $(RMMGO_BACKEND)) =="
-	RMMGO_SOURCE_DIR=$(CURDIR) bash scripts/wheel-test.sh $$(ls $(DIST)/rmmgo-*.whl) python/tests
+	RMMGO_SOURCE_DIR=$(CURDIR) RMMGO_TEST_DASK=1 bash scripts/wheel-test.sh $$(ls $(DIST)/rmmgo-*.whl) python/tests
 
 test-python-tree: $(LIB) $(TORCH_SHIM) | setup
 	@py=$${PYTHON:-$$(for p in python3 /usr/bin/python3; do $$p -c 'import pytest' >/dev/null 2>&1 && { command -v $$p; break; }; done)}; \

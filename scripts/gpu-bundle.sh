@@ -55,6 +55,11 @@ cp dist/rmmgo-*.whl "$B/python/"
 mkdir -p "$B/scripts" "$B/docs"
 cp -r scripts/wheel-venv.sh scripts/wheel-test.sh scripts/rmm-suite "$B/scripts/"
 cp docs/rmm-compatibility.md "$B/docs/"
+# Dask's distributed and what it needs, as wheels (.whl/dask, made by
+# scripts/dask-wheels.py when missing): run.sh's dask section installs them.
+[ -f .whl/dask/MANIFEST.txt ] || python3 scripts/dask-wheels.py ${PSUTIL_SOURCE:+--psutil-source "$PSUTIL_SOURCE"} \
+  || echo "gpu-bundle: no Dask wheels (scripts/dask-wheels.py failed): run.sh's dask section will fail" >&2
+if [ -f .whl/dask/MANIFEST.txt ]; then mkdir -p "$B/dask-wheels" && cp .whl/dask/*.whl .whl/dask/MANIFEST.txt "$B/dask-wheels/"; fi
 # RMM's own Python tests, when given (RMM_TESTS=<RMM checkout or its
 # python/rmm/rmm/tests>): run.sh's rmm section runs them against the wheel.
 if [ -n "${RMM_TESTS:-}" ]; then

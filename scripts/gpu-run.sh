@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs every rmmgo test against the real GPU. Usage: run.sh [REPORT_DIR] [SECTION...]
-# Sections: env check go race c cpp python replay stress sanitizer bench rmm (default: all but
+# Sections: env check go race c cpp python dask replay stress sanitizer bench rmm (default: all but
 # bench and rmm; rmm runs RMM's own tests, bundled with RMM_TESTS=..., against the wheel).
 # Writes REPORT_DIR/report.md and one log per section; exit 0 only if all passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPORT=${1:-$HERE/report}; shift || true
-SECTIONS=${*:-env check go race c cpp python replay stress sanitizer}
+SECTIONS=${*:-env check go race c cpp python dask replay stress sanitizer}
 mkdir -p "$REPORT"
 export RMMGO_BACKEND=cuda
 export LD_LIBRARY_PATH="$HERE/lib:${LD_LIBRARY_PATH:-}"
@@ -66,6 +66,15 @@ sec_c() {
 sec_cpp() { bash "$HERE/cpp/tests/cpp/run_gpu.sh"; }
 # The wheel installed into a fresh venv, tested from outside the bundle.
 sec_python() { PYTHON=$PY RMMGO_SOURCE_DIR="$HERE" bash "$HERE/scripts/wheel-test.sh" "$(ls "$HERE"/python/rmmgo-*.whl)" "$HERE/python/tests"; }
+# rmmgo.dask's tests (python/tests/test_dask.py) against the wheel, with Dask's
+# distributed installed beside it from dask-wheels/ (pip --no-index: no network
+# there): a LocalGPUCluster of one worker process per visible GPU.
+sec_dask() {
+  [ -f "$HERE/dask-wheels/MANIFEST.txt" ] || { echo "no dask-wheels/ in the bundle: python3 scripts/dask-wheels.py, then make gpu-bundle"; return 1; }
+  cat "$HERE/dask-wheels/MANIFEST.txt"; nvidia-smi -L || true
+  PYTHON=$PY RMMGO_SOURCE_DIR="$HERE" RMMGO_TEST_DASK=1 WHEEL_VENV_EXTRA="$HERE/dask-wheels" \
+    bash "$HERE/scripts/wheel-test.sh" "$(ls "$HERE"/python/rmmgo-*.whl)" "$HERE/python/tests" -k test_dask
+}
 sec_rmm() {
   [ -d "$HERE/rmm-tests/rmm/tests" ] || { echo "no RMM tests in the bundle: make gpu-bundle with RMM_TESTS=<RMM checkout>"; return 1; }
   PYTHON=$PY RMM_SUITE_OUT="$REPORT/rmm-suite" bash "$HERE/scripts/rmm-suite/run.sh" "$HERE/rmm-tests/rmm/tests" "$(ls "$HERE"/python/rmmgo-*.whl)"

@@ -7,6 +7,7 @@
 #
 # Environment:
 #   PYTHON            the interpreter to base the environment on (see wheel-venv.sh)
+#   WHEEL_VENV_EXTRA  a folder of more wheels to install with it (see wheel-venv.sh)
 #   RMMGO_SOURCE_DIR  a checkout or GPU bundle with include/ and docs/, for the
 #                     tests that read them (they skip without it)
 #   WHEEL_TEST_DIR    where to make the environment and copy the tests

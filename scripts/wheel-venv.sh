@@ -13,6 +13,9 @@
 #
 # PYTHON: the interpreter to base it on (default: the first of python3,
 # /usr/bin/python3 that has pytest and venv).
+# WHEEL_VENV_EXTRA: a folder of more wheels to install beside rmmgo, the
+# same way (--no-index --no-deps): the GPU bundle's dask-wheels/, Dask for
+# a machine that has none (scripts/dask-wheels.py makes them).
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 WHEEL DIR" >&2; exit 2; }
 wheel=$1 venv=$2
@@ -47,9 +50,16 @@ if sys.prefix != sys.base_prefix:
         f.write("\n".join(site.getsitepackages()) + "\n")
 PY
 vpy=$venv/bin/python
+wheels=("$wheel")
+if [ -n "${WHEEL_VENV_EXTRA:-}" ]; then
+  extra=("$WHEEL_VENV_EXTRA"/*.whl)
+  [ -f "${extra[0]}" ] || { echo "wheel-venv: no wheels in WHEEL_VENV_EXTRA=$WHEEL_VENV_EXTRA" >&2; exit 2; }
+  echo "wheel-venv: with ${#extra[@]} wheels from $WHEEL_VENV_EXTRA" >&2
+  wheels+=("${extra[@]}")
+fi
 if "$vpy" -m pip --version >/dev/null 2>&1; then
-  "$vpy" -m pip install --quiet --no-index --no-deps "$wheel" >&2
+  "$vpy" -m pip install --quiet --no-index --no-deps "${wheels[@]}" >&2
 else
-  "$py" -m pip --python "$vpy" install --quiet --no-index --no-deps "$wheel" >&2
+  "$py" -m pip --python "$vpy" install --quiet --no-index --no-deps "${wheels[@]}" >&2
 fi
 echo "$vpy"

@@ -9,7 +9,8 @@
 //   - every stand-in type of cuda_abi.h has the size of CUDA's type, and
 //     every struct field we declare has CUDA's offset and size;
 //   - every function rmmgo calls (the runtime's, resolved with dlsym, and the
-//     driver's cuStreamGetId) has exactly the function-pointer type that
+//     driver's, cuStreamGetId and the cuMem* virtual memory calls, found
+//     through cudaGetDriverEntryPointByVersion) has exactly the function-pointer type that
 //     cuda_abi.h declares for it (abi_funcs_generated.h), with CUDA's own
 //     types substituted for the stand-ins, and is not renamed by a macro (so
 //     the symbol dlsym finds is the function the header means).
@@ -17,7 +18,7 @@
 // Nothing here needs a GPU or links the CUDA runtime.
 
 #include <cuda_runtime_api.h>
-#include <cuda.h> // the one driver function we call: cuStreamGetId
+#include <cuda.h> // the driver functions we call: cuStreamGetId, virtual memory management
 
 #include <cstddef>
 #include <cstdio>
@@ -132,6 +133,24 @@ static void check_types() {
 	RMMGO_CHECK_FIELD(rmmgo_cudaMemPoolProps, struct cudaMemPoolProps, win32SecurityAttributes)
 	RMMGO_CHECK_OPTIONAL_FIELD(rmmgo_cudaMemPoolProps, struct cudaMemPoolProps, maxSize)
 	RMMGO_CHECK_OPTIONAL_FIELD(rmmgo_cudaMemPoolProps, struct cudaMemPoolProps, usage)
+
+	// The driver's virtual memory management.
+	RMMGO_CHECK_SIZE(rmmgo_CUdeviceptr, CUdeviceptr)
+	RMMGO_CHECK_SIZE(rmmgo_CUmemGenericAllocationHandle, CUmemGenericAllocationHandle)
+	RMMGO_CHECK_SIZE(rmmgo_CUmemAllocationGranularity_flags, CUmemAllocationGranularity_flags)
+	RMMGO_CHECK_SIZE(rmmgo_CUmemAccess_flags, CUmemAccess_flags)
+	RMMGO_CHECK_SIZE(rmmgo_CUmemLocation, CUmemLocation)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemLocation, CUmemLocation, type)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemLocation, CUmemLocation, id)
+	RMMGO_CHECK_SIZE(rmmgo_CUmemAllocationProp, CUmemAllocationProp)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAllocationProp, CUmemAllocationProp, type)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAllocationProp, CUmemAllocationProp, requestedHandleTypes)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAllocationProp, CUmemAllocationProp, location)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAllocationProp, CUmemAllocationProp, win32HandleMetaData)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAllocationProp, CUmemAllocationProp, allocFlags)
+	RMMGO_CHECK_SIZE(rmmgo_CUmemAccessDesc, CUmemAccessDesc)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAccessDesc, CUmemAccessDesc, location)
+	RMMGO_CHECK_FIELD(rmmgo_CUmemAccessDesc, CUmemAccessDesc, flags)
 
 	// The runtime writes its own struct; ours must hold it.
 	++checks;

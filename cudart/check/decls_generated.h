@@ -2,7 +2,8 @@
  * Regenerate with: go generate ./cudart
  *
  * Every CUDA constant package cudart declares (types.go, errors.go), with its
- * value there, and every function it calls, with the function-pointer type
+ * value there (and the driver constants it passes as one of them, with the
+ * same value), and every function it calls, with the function-pointer type
  * of cuda_abi.h it calls it by. decl_check.cpp defines the two macros and
  * includes this file inside a function.
  */
@@ -95,10 +96,25 @@ RMMGO_CHECK_CONST(cudaMemoryTypeUnregistered, 0, "MemoryTypeUnregistered")
 RMMGO_CHECK_CONST(cudaMemoryTypeHost, 1, "MemoryTypeHost")
 RMMGO_CHECK_CONST(cudaMemoryTypeDevice, 2, "MemoryTypeDevice")
 RMMGO_CHECK_CONST(cudaMemoryTypeManaged, 3, "MemoryTypeManaged")
+RMMGO_CHECK_CONST(CU_MEM_ACCESS_FLAGS_PROT_NONE, 0, "MemAccessFlagsProtNone")
+RMMGO_CHECK_CONST(CU_MEM_ACCESS_FLAGS_PROT_READ, 1, "MemAccessFlagsProtRead")
+RMMGO_CHECK_CONST(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 3, "MemAccessFlagsProtReadWrite")
+RMMGO_CHECK_CONST(CU_MEM_ALLOC_GRANULARITY_MINIMUM, 0, "MemGranularityMinimum")
+RMMGO_CHECK_CONST(CU_MEM_ALLOC_GRANULARITY_RECOMMENDED, 1, "MemGranularityRecommended")
+RMMGO_CHECK_CONST(CUDA_ERROR_INVALID_CONTEXT, 201, "cuErrorInvalidContext")
 RMMGO_CHECK_CONST(cudaEnableDefault, 0, "driverEntryEnableDefault")
 RMMGO_CHECK_CONST(cudaDriverEntryPointSuccess, 0, "driverEntrySuccess")
 RMMGO_CHECK_CONST(cudaCpuDeviceId, -1, "CPUDeviceID")
 RMMGO_CHECK_CONST(cudaInvalidDeviceId, -2, "InvalidDeviceID")
+RMMGO_CHECK_CONST(CU_MEM_ALLOCATION_TYPE_PINNED, 1, "MemAllocationTypePinned")
+RMMGO_CHECK_CONST(CU_MEM_HANDLE_TYPE_NONE, 0, "MemHandleTypeNone")
+RMMGO_CHECK_CONST(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1, "MemHandleTypePosixFileDescriptor")
+RMMGO_CHECK_CONST(CU_MEM_LOCATION_TYPE_DEVICE, 1, "MemLocationTypeDevice")
+RMMGO_CHECK_CONST(CUDA_SUCCESS, 0, "Success")
+RMMGO_CHECK_CONST(CUDA_ERROR_INVALID_VALUE, 1, "ErrorInvalidValue")
+RMMGO_CHECK_CONST(CUDA_ERROR_OUT_OF_MEMORY, 2, "ErrorMemoryAllocation")
+RMMGO_CHECK_CONST(CUDA_ERROR_INVALID_DEVICE, 101, "ErrorInvalidDevice")
+RMMGO_CHECK_CONST(CUDA_ERROR_NOT_SUPPORTED, 801, "ErrorNotSupported")
 
 /* Functions: RMMGO_CHECK_FUNC(symbol, rmmgo_fn_type). */
 RMMGO_CHECK_FUNC(cudaGetErrorName, rmmgo_fn_cudaGetErrorName)
@@ -165,3 +181,12 @@ RMMGO_CHECK_FUNC(cudaMemPrefetchAsync_v2, rmmgo_fn_cudaMemPrefetchAsync_location
 RMMGO_CHECK_FUNC(cudaMemAdvise_v2, rmmgo_fn_cudaMemAdvise_location)
 #endif
 RMMGO_CHECK_FUNC(cudaPointerGetAttributes, rmmgo_fn_cudaPointerGetAttributes)
+RMMGO_CHECK_FUNC(cuMemGetAllocationGranularity, rmmgo_fn_cuMemGetAllocationGranularity)
+RMMGO_CHECK_FUNC(cuMemAddressReserve, rmmgo_fn_cuMemAddressReserve)
+RMMGO_CHECK_FUNC(cuMemAddressFree, rmmgo_fn_cuMemAddressFree)
+RMMGO_CHECK_FUNC(cuMemCreate, rmmgo_fn_cuMemCreate)
+RMMGO_CHECK_FUNC(cuMemRelease, rmmgo_fn_cuMemRelease)
+RMMGO_CHECK_FUNC(cuMemMap, rmmgo_fn_cuMemMap)
+RMMGO_CHECK_FUNC(cuMemUnmap, rmmgo_fn_cuMemUnmap)
+RMMGO_CHECK_FUNC(cuMemSetAccess, rmmgo_fn_cuMemSetAccess)
+RMMGO_CHECK_FUNC(cuMemGetAccess, rmmgo_fn_cuMemGetAccess)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -370,5 +371,102 @@ func TestConformanceManagedHints(t *testing.T) {
 		require.NoError(t, r.StreamSynchronize(cudart.DefaultStream))
 		require.NoError(t, r.Free(d))
 		require.NoError(t, r.Free(m))
+	})
+}
+
+// TestConformanceVirtualMemory: the driver's virtual memory management, as
+// the expandable resource uses it: reserve, make physical memory, map it in
+// granules, give access, copy and fill across mappings, and take it apart.
+func TestConformanceVirtualMemory(t *testing.T) {
+	forEachRuntime(t, func(t *testing.T, r cudart.Runtime) {
+		vm, err := cudart.VirtualMemoryOf(r)
+		require.NoError(t, err)
+		prop := cudart.DeviceMemoryProp(0)
+		g, err := vm.MemGetAllocationGranularity(prop, cudart.MemGranularityMinimum)
+		require.NoError(t, err)
+		assert.EqualValues(t, 2*mib, g, "minimum granularity")
+		rec, err := vm.MemGetAllocationGranularity(prop, cudart.MemGranularityRecommended)
+		require.NoError(t, err)
+		assert.EqualValues(t, 2*mib, rec, "recommended granularity")
+
+		freeBefore, total, err := r.MemGetInfo()
+		require.NoError(t, err)
+		base, err := vm.MemAddressReserve(4*g, 0)
+		require.NoError(t, err)
+		assert.Zero(t, base%g, "a reservation starts at a multiple of the granularity")
+		h1, err := vm.MemCreate(g, prop)
+		require.NoError(t, err)
+		h2, err := vm.MemCreate(g, prop)
+		require.NoError(t, err)
+		freeNow, _, err := r.MemGetInfo()
+		require.NoError(t, err)
+		probe(t, r, "physical memory lowers the free memory by its size", func() error {
+			if freeBefore-freeNow != uint64(2*g) {
+				return fmt.Errorf("free went from %d to %d", freeBefore, freeNow)
+			}
+			return nil
+		}(), cudart.Success)
+
+		// Sizes not a multiple of the granularity, and unaligned maps, are
+		// refused; so is physical memory beyond the device.
+		_, err = vm.MemCreate(g/2, prop)
+		requireCode(t, err, cudart.ErrorInvalidValue, "cuMemCreate of half a granule")
+		_, err = vm.MemCreate(uintptr(total)+g, prop)
+		requireCode(t, err, cudart.ErrorMemoryAllocation, "cuMemCreate beyond the device")
+		requireCode(t, vm.MemMap(base+g/2, g, 0, h1), cudart.ErrorInvalidValue, "cuMemMap at half a granule")
+
+		// Two mappings side by side, made accessible at once.
+		require.NoError(t, vm.MemMap(base+g, g, 0, h1))
+		require.NoError(t, vm.MemMap(base+2*g, g, 0, h2))
+		probe(t, r, "cuMemMap over a mapping", vm.MemMap(base+g, g, 0, h2), cudart.ErrorInvalidValue)
+		rw := cudart.MemAccessDesc{Location: cudart.DeviceLocation(0), Flags: cudart.MemAccessFlagsProtReadWrite}
+		require.NoError(t, vm.MemSetAccess(base+g, 2*g, rw))
+		f, err := vm.MemGetAccess(cudart.DeviceLocation(0), base+2*g)
+		require.NoError(t, err)
+		assert.Equal(t, cudart.MemAccessFlagsProtReadWrite, f)
+		a, err := r.PointerGetAttributes(base + g + 4096)
+		require.NoError(t, err)
+		assert.Equal(t, cudart.MemoryTypeDevice, a.Type)
+		assert.Equal(t, 0, a.Device)
+
+		// A fill and copies that cross from one mapping to the next.
+		n := int(g)
+		require.NoError(t, r.Memset(base+g, 0x5a, 2*g))
+		src, srcAddr := hostBuf(n)
+		for i := range src {
+			src[i] = byte(i * 7)
+		}
+		require.NoError(t, r.Memcpy(base+g+g/2, srcAddr, g, cudart.MemcpyHostToDevice))
+		out, outAddr := hostBuf(2 * n)
+		require.NoError(t, r.Memcpy(outAddr, base+g, 2*g, cudart.MemcpyDeviceToHost))
+		want := make([]byte, 2*n)
+		fill(want, 0x5a)
+		copy(want[n/2:], src)
+		assert.Equal(t, want, out)
+		runtime.KeepAlive(src)
+		runtime.KeepAlive(out)
+
+		// Unmapping takes whole mappings; memory goes back once released and
+		// unmapped, in either order.
+		probe(t, r, "cuMemUnmap of two mappings at once", vm.MemUnmap(base+g, 2*g), cudart.ErrorInvalidValue)
+		if r.Backend() == cudart.BackendSimulated {
+			require.NoError(t, vm.MemUnmap(base+g, g))
+		} else if _, err := vm.MemGetAccess(cudart.DeviceLocation(0), base+g); err == nil {
+			require.NoError(t, vm.MemUnmap(base+g, g)) // CUDA refused the double unmap too
+		}
+		require.NoError(t, vm.MemRelease(h1))
+		require.NoError(t, vm.MemRelease(h2)) // still mapped: goes back at the unmap
+		if _, err := vm.MemGetAccess(cudart.DeviceLocation(0), base+2*g); err == nil {
+			require.NoError(t, vm.MemUnmap(base+2*g, g))
+		}
+		require.NoError(t, vm.MemAddressFree(base, 4*g))
+		freeAfter, _, err := r.MemGetInfo()
+		require.NoError(t, err)
+		probe(t, r, "all physical memory back", func() error {
+			if freeAfter != freeBefore {
+				return fmt.Errorf("free memory %d before, %d after", freeBefore, freeAfter)
+			}
+			return nil
+		}(), cudart.Success)
 	})
 }

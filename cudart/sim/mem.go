@@ -19,6 +19,7 @@ const (
 	memDevice          // device memory (cudaMalloc, device-located pools)
 	memManaged         // managed memory (cudaMallocManaged, managed pools)
 	memHost            // pinned host memory (cudaHostAlloc, host-located pools)
+	memVirtual         // address reservations of the driver's virtual memory management (vmm.go)
 )
 
 func (k memKind) String() string {
@@ -29,6 +30,8 @@ func (k memKind) String() string {
 		return "managed"
 	case memHost:
 		return "pinned host"
+	case memVirtual:
+		return "reserved virtual"
 	}
 	return "unregistered"
 }
@@ -203,6 +206,9 @@ func (s *Runtime) liveBlock(p uintptr) (r *simRange, b *simBlock, reserved bool)
 	if r == nil {
 		return nil, nil, false
 	}
+	if r.kind == memVirtual {
+		return r, nil, s.mappingAt(p) != nil // no allocation: reserved memory, mapped or not
+	}
 	top := r.arena.find(p)
 	if top == nil || top.free {
 		return r, nil, false
@@ -264,6 +270,9 @@ func (s *Runtime) Free(ptr uintptr) error {
 	r := s.rangeOf(ptr)
 	if r == nil {
 		return simErr(fn, cudart.ErrorInvalidValue, "%#x is not memory the simulated device allocated", ptr)
+	}
+	if r.kind == memVirtual {
+		return simErr(fn, cudart.ErrorInvalidValue, "%#x is reserved virtual memory (cuMemAddressReserve, cuMemMap): cudaFree cannot free it", ptr)
 	}
 	top := r.arena.find(ptr)
 	if top != nil && top.chunk {
@@ -395,6 +404,9 @@ func (s *Runtime) PointerGetAttributes(ptr uintptr) (cudart.PointerAttributes, e
 	if !reserved {
 		return unregistered, nil
 	}
+	if r.kind == memVirtual {
+		return cudart.PointerAttributes{Type: cudart.MemoryTypeDevice, Device: s.mappingAt(ptr).phys.dev, DevicePointer: ptr}, nil
+	}
 	kind, dev := r.kind, r.dev
 	if b != nil {
 		kind, dev = b.kind, b.dev
@@ -416,10 +428,12 @@ func (s *Runtime) PointerGetAttributes(ptr uintptr) (cudart.PointerAttributes, e
 }
 
 // checkAccess validates that the device may touch [p, p+n): inside one live
-// allocation of the simulator, or host memory outside its ranges. onDevice
-// says the device, not the host, touches the memory: pageable host memory
-// then needs pageable memory access. what names the operand for messages.
-func (s *Runtime) checkAccess(fn, what string, p, n uintptr, onDevice bool) error {
+// allocation of the simulator, or host memory outside its ranges, or
+// reserved memory that is mapped and accessible from device dev (for
+// writing when write is set; vmm.go). onDevice says the device, not the
+// host, touches the memory: pageable host memory then needs pageable memory
+// access. what names the operand for messages.
+func (s *Runtime) checkAccess(fn, what string, p, n uintptr, onDevice bool, dev int, write bool) error {
 	if p == 0 {
 		return simErr(fn, cudart.ErrorInvalidValue, "null %s pointer", what)
 	}
@@ -428,6 +442,12 @@ func (s *Runtime) checkAccess(fn, what string, p, n uintptr, onDevice bool) erro
 		return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d wraps around", what, p, n)
 	}
 	r, b, _ := s.liveBlock(p)
+	if r != nil && r.kind == memVirtual {
+		if why := s.checkVirtual(p, n, dev, write); why != "" {
+			return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d: %s", what, p, n, why)
+		}
+		return nil
+	}
 	if r == nil {
 		if s.rangeOf(end-1) != nil {
 			return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d runs from host memory into device memory", what, p, n)
@@ -446,7 +466,7 @@ func (s *Runtime) checkAccess(fn, what string, p, n uintptr, onDevice bool) erro
 	return nil
 }
 
-func (s *Runtime) checkCopy(fn string, dst, src, n uintptr, kind cudart.MemcpyKind) error {
+func (s *Runtime) checkCopy(fn string, dst, src, n uintptr, kind cudart.MemcpyKind, dev int) error {
 	if kind < cudart.MemcpyHostToHost || kind > cudart.MemcpyDefault {
 		return simErr(fn, cudart.ErrorInvalidMemcpyDirection, "kind %d", int32(kind))
 	}
@@ -455,10 +475,10 @@ func (s *Runtime) checkCopy(fn string, dst, src, n uintptr, kind cudart.MemcpyKi
 	}
 	dstDev := kind == cudart.MemcpyHostToDevice || kind == cudart.MemcpyDeviceToDevice
 	srcDev := kind == cudart.MemcpyDeviceToHost || kind == cudart.MemcpyDeviceToDevice
-	if err := s.checkAccess(fn, "destination", dst, n, dstDev); err != nil {
+	if err := s.checkAccess(fn, "destination", dst, n, dstDev, dev, true); err != nil {
 		return err
 	}
-	return s.checkAccess(fn, "source", src, n, srcDev)
+	return s.checkAccess(fn, "source", src, n, srcDev, dev, false)
 }
 
 // bytesAt views n bytes at address p.
@@ -499,10 +519,12 @@ func (s *Runtime) Memcpy(dst, src, n uintptr, kind cudart.MemcpyKind) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if err := s.checkCopy(fn, dst, src, n, kind); err != nil || n == 0 {
+	d := s.curDev(tok)
+	if err := s.checkCopy(fn, dst, src, n, kind, d.id); err != nil || n == 0 {
 		return err
 	}
-	return s.runSync(fn, s.curDev(tok).null, func() { copy(bytesAt(dst, n), bytesAt(src, n)) })
+	return s.runSync(fn, d.null, s.guardVirtual(fn, d.id, func() { copy(bytesAt(dst, n), bytesAt(src, n)) },
+		simTouch{dst, n, true}, simTouch{src, n, false}))
 }
 
 // MemcpyAsync queues the copy Memcpy makes on stream st. The operands are
@@ -518,10 +540,11 @@ func (s *Runtime) MemcpyAsync(dst, src, n uintptr, kind cudart.MemcpyKind, st cu
 	if err != nil {
 		return err
 	}
-	if err := s.checkCopy(fn, dst, src, n, kind); err != nil || n == 0 {
+	if err := s.checkCopy(fn, dst, src, n, kind, q.dev); err != nil || n == 0 {
 		return err
 	}
-	s.enqueue(q, simOp{run: func() { copy(bytesAt(dst, n), bytesAt(src, n)) }})
+	s.enqueue(q, simOp{run: s.guardVirtual(fn, q.dev, func() { copy(bytesAt(dst, n), bytesAt(src, n)) },
+		simTouch{dst, n, true}, simTouch{src, n, false})})
 	return nil
 }
 
@@ -539,10 +562,11 @@ func (s *Runtime) Memset(ptr uintptr, value int, n uintptr) error {
 	if n == 0 {
 		return nil
 	}
-	if err := s.checkAccess(fn, "destination", ptr, n, true); err != nil {
+	d := s.curDev(tok)
+	if err := s.checkAccess(fn, "destination", ptr, n, true, d.id, true); err != nil {
 		return err
 	}
-	return s.runSync(fn, s.curDev(tok).null, func() { fill(bytesAt(ptr, n), byte(value)) })
+	return s.runSync(fn, d.null, s.guardVirtual(fn, d.id, func() { fill(bytesAt(ptr, n), byte(value)) }, simTouch{ptr, n, true}))
 }
 
 // MemsetAsync queues the fill Memset makes on stream st.
@@ -560,10 +584,10 @@ func (s *Runtime) MemsetAsync(ptr uintptr, value int, n uintptr, st cudart.Strea
 	if n == 0 {
 		return nil
 	}
-	if err := s.checkAccess(fn, "destination", ptr, n, true); err != nil {
+	if err := s.checkAccess(fn, "destination", ptr, n, true, q.dev, true); err != nil {
 		return err
 	}
-	s.enqueue(q, simOp{run: func() { fill(bytesAt(ptr, n), byte(value)) }})
+	s.enqueue(q, simOp{run: s.guardVirtual(fn, q.dev, func() { fill(bytesAt(ptr, n), byte(value)) }, simTouch{ptr, n, true})})
 	return nil
 }
 

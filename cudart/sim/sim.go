@@ -14,6 +14,7 @@ type Config struct {
 	PageableMemoryAccess bool   // devices can use pageable host memory (HMM/ATS)
 	NoConcurrentManaged  bool   // report no concurrent managed access
 	NoMemoryPools        bool   // report no memory-pool (malloc-async) support
+	NoVirtualMemory      bool   // the driver's virtual memory management fails with CUDA_ERROR_NOT_SUPPORTED
 	RuntimeVersion       int    // reported runtime and driver version; 0 means 13000
 }
 
@@ -60,6 +61,11 @@ type Config struct {
 //     used memory (current and high) are reported as CUDA names them.
 //     Destroying a pool with allocations outstanding leaves them valid; its
 //     memory goes back when the last is freed.
+//   - Virtual memory management (cudart.VirtualMemory: reservations,
+//     physical memory in 2 MiB granules counted against the device's
+//     capacity, mappings, access): see vmm.go. Copies and fills into
+//     reserved memory that is not mapped, or not accessible from the device
+//     that runs them, fail with cudaErrorInvalidValue.
 //   - Handles: the simulator knows every stream, event and pool it made.
 //     Stream 0, cudart.LegacyDefaultStream and cudart.PerThreadDefaultStream
 //     are always valid. Any other handle, forged, destroyed or of another
@@ -86,7 +92,7 @@ type Config struct {
 // executes (a pending free is not reused early by its own stream).
 //
 // The test controls PauseStream, ResumeStream, InjectAllocFailures,
-// LiveAllocations, UsedBytes, ManagedInfo, MemAdviseCalls and Close are
+// LiveAllocations, UsedBytes, ManagedInfo, MemAdviseCalls, VirtualMemory and Close are
 // methods of *Runtime only. Everything on *Runtime is safe for concurrent use.
 type Runtime struct {
 	cfg Config // with defaults filled in
@@ -117,6 +123,8 @@ type Runtime struct {
 	failNext     int // allocations left to fail (InjectAllocFailures)
 
 	adviceLog []Advice
+
+	vmm simVMM // virtual memory management (vmm.go)
 }
 
 type simDevice struct {

@@ -18,6 +18,9 @@
  *   FAKE_DEVICE_COUNT_ERROR  cudaGetDeviceCount fails with this code
  *   FAKE_CAPACITY          bytes per device (default 1 GiB)
  *   FAKE_OMIT_REQUIRED     leave out cudaEventQuery and cudaMemPoolTrimTo
+ *   FAKE_VMM_NEEDS_CONTEXT the driver's virtual memory calls fail with
+ *                          CUDA_ERROR_INVALID_CONTEXT (201) on a thread until
+ *                          it calls cudaSetDevice
  *   FAKE_LOG="path"        append one line per call to this file
  *
  * Test hooks: streams and events created with flag 0x80 stay busy (query
@@ -258,9 +261,12 @@ int cudaGetDevice(int *dev) {
 	return OK;
 }
 
+static __thread int context_current; /* cudaSetDevice made a context current */
+
 int cudaSetDevice(int dev) {
 	if (!valid_device(dev)) return fail(INVALID_DEVICE);
 	current_device = dev;
+	context_current = 1;
 	return OK;
 }
 
@@ -457,15 +463,136 @@ static int fake_cuStreamGetId(void *s, unsigned long long *id) {
 	return OK;
 }
 
+/* The driver's virtual memory management. A reservation is host memory; a
+ * physical handle only counts against its device's capacity; mappings are
+ * not tracked. Enough to check what crosses the ABI. */
+typedef struct { int type; int id; } fake_culoc;
+typedef struct {
+	int type;
+	int requestedHandleTypes;
+	fake_culoc location;
+	void *win32HandleMetaData;
+	unsigned char allocFlags[8];
+} fake_allocprop;
+typedef struct { fake_culoc location; int flags; } fake_accessdesc;
+typedef struct { size_t size; int device; } fake_handle;
+
+#define FAKE_GRANULARITY (2u << 20)
+
+static int vmm_context(void) {
+#ifdef FAKE_VMM_NEEDS_CONTEXT
+	if (!context_current) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+#endif
+	return OK;
+}
+
+static int fake_cuMemGetAllocationGranularity(size_t *g, const fake_allocprop *prop, int option) {
+	logline("cuMemGetAllocationGranularity type=%d handles=%d location=%d/%d option=%d", prop->type,
+		prop->requestedHandleTypes, prop->location.type, prop->location.id, option);
+	if (vmm_context() != OK) return vmm_context();
+	if (prop->type != 1 || prop->location.type != 1 || !valid_device(prop->location.id)) return INVALID_VALUE;
+	*g = FAKE_GRANULARITY;
+	return OK;
+}
+
+static int fake_cuMemAddressReserve(unsigned long long *ptr, size_t size, size_t align, unsigned long long addr,
+		unsigned long long flags) {
+	logline("cuMemAddressReserve size=%zu alignment=%zu addr=%llu flags=%llu", size, align, addr, flags);
+	if (vmm_context() != OK) return vmm_context();
+	if (size == 0 || size % FAKE_GRANULARITY != 0) return INVALID_VALUE;
+	void *p = aligned_alloc(FAKE_GRANULARITY, size);
+	if (p == NULL) return MEMORY_ALLOCATION;
+	*ptr = (unsigned long long)(uintptr_t)p;
+	return OK;
+}
+
+static int fake_cuMemAddressFree(unsigned long long ptr, size_t size) {
+	logline("cuMemAddressFree size=%zu", size);
+	free((void *)(uintptr_t)ptr);
+	return OK;
+}
+
+static int fake_cuMemCreate(unsigned long long *h, size_t size, const fake_allocprop *prop, unsigned long long flags) {
+	logline("cuMemCreate size=%zu type=%d handles=%d location=%d/%d flags=%llu", size, prop->type,
+		prop->requestedHandleTypes, prop->location.type, prop->location.id, flags);
+	if (vmm_context() != OK) return vmm_context();
+	if (size == 0 || size % FAKE_GRANULARITY != 0 || prop->location.type != 1 || !valid_device(prop->location.id)) {
+		return INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	if (used[prop->location.id] + size > FAKE_CAPACITY) {
+		pthread_mutex_unlock(&mu);
+		return MEMORY_ALLOCATION; /* CUDA_ERROR_OUT_OF_MEMORY */
+	}
+	used[prop->location.id] += size;
+	pthread_mutex_unlock(&mu);
+	fake_handle *fh = malloc(sizeof *fh);
+	fh->size = size;
+	fh->device = prop->location.id;
+	*h = (unsigned long long)(uintptr_t)fh;
+	return OK;
+}
+
+static int fake_cuMemRelease(unsigned long long h) {
+	fake_handle *fh = (fake_handle *)(uintptr_t)h;
+	logline("cuMemRelease size=%zu", fh->size);
+	pthread_mutex_lock(&mu);
+	used[fh->device] -= fh->size;
+	pthread_mutex_unlock(&mu);
+	free(fh);
+	return OK;
+}
+
+static int fake_cuMemMap(unsigned long long ptr, size_t size, size_t offset, unsigned long long h,
+		unsigned long long flags) {
+	logline("cuMemMap size=%zu offset=%zu handle_size=%zu flags=%llu", size, offset,
+		((fake_handle *)(uintptr_t)h)->size, flags);
+	(void)ptr;
+	return OK;
+}
+
+static int fake_cuMemUnmap(unsigned long long ptr, size_t size) {
+	logline("cuMemUnmap size=%zu", size);
+	(void)ptr;
+	return OK;
+}
+
+static int fake_cuMemSetAccess(unsigned long long ptr, size_t size, const fake_accessdesc *d, size_t count) {
+	logline("cuMemSetAccess size=%zu location=%d/%d flags=%d count=%zu", size, d->location.type, d->location.id,
+		d->flags, count);
+	(void)ptr;
+	return valid_device(d->location.id) ? OK : INVALID_DEVICE;
+}
+
+static int fake_cuMemGetAccess(unsigned long long *flags, const fake_culoc *loc, unsigned long long ptr) {
+	logline("cuMemGetAccess location=%d/%d", loc->type, loc->id);
+	(void)ptr;
+	*flags = 3;
+	return OK;
+}
+
 int cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
 		unsigned long long flags, int *status) {
+	static const struct { const char *name; void *fn; } driver[] = {
+		{"cuStreamGetId", (void *)fake_cuStreamGetId},
+		{"cuMemGetAllocationGranularity", (void *)fake_cuMemGetAllocationGranularity},
+		{"cuMemAddressReserve", (void *)fake_cuMemAddressReserve},
+		{"cuMemAddressFree", (void *)fake_cuMemAddressFree},
+		{"cuMemCreate", (void *)fake_cuMemCreate},
+		{"cuMemRelease", (void *)fake_cuMemRelease},
+		{"cuMemMap", (void *)fake_cuMemMap},
+		{"cuMemUnmap", (void *)fake_cuMemUnmap},
+		{"cuMemSetAccess", (void *)fake_cuMemSetAccess},
+		{"cuMemGetAccess", (void *)fake_cuMemGetAccess},
+	};
 	logline("cudaGetDriverEntryPointByVersion symbol=%s version=%u flags=%llu", symbol, version, flags);
 	*fn = NULL;
-	if (strcmp(symbol, "cuStreamGetId") == 0 && version >= 12000) {
-		*fn = (void *)fake_cuStreamGetId;
-		*status = 0; /* cudaDriverEntryPointSuccess */
-	} else {
-		*status = 1; /* cudaDriverEntryPointSymbolNotFound */
+	*status = 1; /* cudaDriverEntryPointSymbolNotFound */
+	for (size_t i = 0; i < sizeof driver / sizeof driver[0]; i++) {
+		if (strcmp(symbol, driver[i].name) == 0 && version >= 12000) {
+			*fn = driver[i].fn;
+			*status = 0; /* cudaDriverEntryPointSuccess */
+		}
 	}
 	return OK;
 }

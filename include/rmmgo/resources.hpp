@@ -1,8 +1,9 @@
 /*
  * rmmgo/resources.hpp -- every *_memory_resource class: the base resources
  * (cuda, managed, pinned_host, system, sam_headroom, cuda_async,
- * cuda_async_view, cuda_async_managed, callback) and the sub-allocators over
- * an upstream (pool, arena, fixed_size, binning).
+ * cuda_async_view, cuda_async_managed, callback), the sub-allocators over
+ * an upstream (pool, arena, fixed_size, binning), and expandable, a
+ * sub-allocator over device memory it maps itself.
  */
 #ifndef RMMGO_RESOURCES_HPP
 #define RMMGO_RESOURCES_HPP
@@ -308,6 +309,48 @@ class binning_memory_resource final : public detail::upstream_resource<RMM_RESOU
   }
 };
 
+/// A stream-ordered sub-allocator over one reserved range of device
+/// addresses, which it backs with device memory in granules (2 MiB on
+/// current GPUs) as it grows and gives back granule by granule, live memory
+/// staying where it is: free memory never splits across separate chunks.
+/// Needs CUDA 12.5 or later (else logic_error with RMM_ERROR_NOT_SUPPORTED). Device
+/// accessible.
+class expandable_memory_resource final : public detail::base_resource<RMM_RESOURCE_EXPANDABLE> {
+ public:
+  /// maximum_pool_size bounds the device memory mapped (default: the
+  /// device's memory); above release_threshold bytes mapped it gives back
+  /// wholly free granules before it maps more (default: only at the
+  /// maximum). Multiples of 256, else logic_error.
+  explicit expandable_memory_resource(std::optional<std::size_t> maximum_pool_size = {},
+                                      std::optional<std::size_t> release_threshold = {})
+      : base_resource(make(maximum_pool_size, release_threshold)) {}
+  RMMGO_DETAIL_BASE_HANDLE(expandable_memory_resource)
+
+  /// Bytes of device memory mapped.
+  std::size_t pool_size() const {
+    std::size_t n = 0;
+    rmmgo::detail::check(rmm_pool_size(handle_, &n));
+    return n;
+  }
+  /// Bytes handed out.
+  std::size_t used_bytes() const {
+    std::size_t n = 0;
+    rmmgo::detail::check(rmm_pool_used_bytes(handle_, &n));
+    return n;
+  }
+  /// Gives back to the device every wholly free granule (synchronizes the
+  /// device first).
+  void release_unused() { rmmgo::detail::check(rmm_pool_release(handle_)); }
+
+ private:
+  static rmm_resource_t make(std::optional<std::size_t> maximum, std::optional<std::size_t> threshold) {
+    rmm_resource_options o = detail::default_options();
+    o.maximum_pool_size = maximum ? *maximum : size_default;
+    o.release_threshold = threshold ? *threshold : size_default;
+    return detail::create(RMM_RESOURCE_EXPANDABLE, &o);
+  }
+};
+
 RMMGO_DETAIL_ASSERT_DEVICE(device_memory_resource);
 RMMGO_DETAIL_ASSERT_DEVICE(cuda_memory_resource);
 RMMGO_DETAIL_ASSERT_HOST(managed_memory_resource);
@@ -323,6 +366,7 @@ RMMGO_DETAIL_ASSERT_HOST(pool_memory_resource<managed_memory_resource>);
 RMMGO_DETAIL_ASSERT_DEVICE(arena_memory_resource<>);
 RMMGO_DETAIL_ASSERT_DEVICE(fixed_size_memory_resource<>);
 RMMGO_DETAIL_ASSERT_DEVICE(binning_memory_resource<>);
+RMMGO_DETAIL_ASSERT_DEVICE(expandable_memory_resource);
 
 }  // namespace mr
 }  // namespace rmmgo

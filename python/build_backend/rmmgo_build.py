@@ -50,7 +50,7 @@ CLASSIFIERS = [
     "Operating System :: POSIX :: Linux",
     "Environment :: GPU :: NVIDIA CUDA",
 ]
-EXTRAS = {"numpy": ["numpy"], "cupy": ["cupy"], "numba": ["numba"], "torch": ["torch"], "test": ["pytest"]}
+EXTRAS = {"numpy": ["numpy"], "cupy": ["cupy"], "numba": ["numba"], "torch": ["torch"], "dask": ["distributed>=2022.12"], "test": ["pytest"]}
 
 
 def version():

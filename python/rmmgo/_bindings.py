@@ -111,6 +111,7 @@ class ResourceKind(enum.IntEnum):
     ARENA = 21
     FIXED_SIZE = 22
     BINNING = 23
+    EXPANDABLE = 24
     ALIGNED = 40
     CALLBACK = 41
     FAILURE_CALLBACK = 42

@@ -362,6 +362,25 @@ TEST(pool_memory_resource_allocates) {
   pool.release_unused();
 }
 
+TEST(expandable_memory_resource_allocates) {
+  mr::expandable_memory_resource e{std::size_t{64} << 20};
+  exercise(e, "expandable_memory_resource");
+  CHECK_EQ(e.used_bytes(), std::size_t{0});
+  void* p = e.allocate(rmmgo::cuda_stream_default, std::size_t{3} << 20);
+  CHECK(e.used_bytes() == (std::size_t{3} << 20));
+  CHECK(e.pool_size() >= (std::size_t{3} << 20));
+  e.deallocate(rmmgo::cuda_stream_default, p, std::size_t{3} << 20);
+  e.release_unused();
+  CHECK_EQ(e.pool_size(), std::size_t{0});
+  bool threw = false;
+  try {
+    mr::expandable_memory_resource bad{std::size_t{1000}};
+  } catch (const rmmgo::logic_error&) {
+    threw = true;
+  }
+  CHECK(threw);
+}
+
 TEST(arena_memory_resource_allocates) {
   mr::cuda_memory_resource cuda;
   mr::arena_memory_resource arena{cuda, std::size_t{16} << 20};

@@ -36,5 +36,6 @@
 // growing), release.go (taking chunks out; statistics), list.go (one
 // stream's free list in one shard), class.go (the size classes and their
 // index), chunk.go (chunks and the address index), node.go (the node
-// store) and magazine.go (deferred coalescing).
+// store), magazine.go (deferred coalescing) and expand.go (holes: address
+// space with no memory behind it, for the expandable resource).
 package heap

@@ -42,6 +42,8 @@ type Heap struct {
 	// and checked there before growing, so that an allocation racing it
 	// never adds a chunk nobody would give back.
 	closed atomic.Bool
+
+	holes holeSet // address space holding no memory (expand.go)
 }
 
 // Init readies h for a resource of the given kind on runtime r. grow gets

@@ -176,6 +176,32 @@ func Funcs() []Func {
 
 		// Pointers.
 		{Symbol: "cudaPointerGetAttributes", Params: "out RMMGO_PTRATTR *attributes, const void *ptr"},
+
+		// The driver's virtual memory management, for the expandable
+		// resource: reserve an address range, back it with physical memory
+		// in granules, give access, and take it apart again. The runtime has
+		// no such calls. Asked for in the 12.0 ABI (they appeared in 10.2
+		// and kept their shape); missing where the runtime has no
+		// cudaGetDriverEntryPointByVersion (before 12.5).
+		{Symbol: "cuMemGetAllocationGranularity", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "out size_t *granularity, in const RMMGO_ALLOCPROP *prop, RMMGO_GRANFLAGS option"},
+		{Symbol: "cuMemAddressReserve", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "out RMMGO_DEVPTR *ptr, size_t size, size_t alignment, RMMGO_DEVPTR addr, unsigned long long flags"},
+		{Symbol: "cuMemAddressFree", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "RMMGO_DEVPTR ptr, size_t size"},
+		{Symbol: "cuMemCreate", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "out RMMGO_MEMHANDLE *handle, size_t size, in const RMMGO_ALLOCPROP *prop, unsigned long long flags"},
+		{Symbol: "cuMemRelease", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "RMMGO_MEMHANDLE handle"},
+		{Symbol: "cuMemMap", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "RMMGO_DEVPTR ptr, size_t size, size_t offset, RMMGO_MEMHANDLE handle, unsigned long long flags"},
+		{Symbol: "cuMemUnmap", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "RMMGO_DEVPTR ptr, size_t size"},
+		// desc is an array of count descriptors; cudart passes one at a time.
+		{Symbol: "cuMemSetAccess", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "RMMGO_DEVPTR ptr, size_t size, in const RMMGO_ACCESSDESC *desc, size_t count"},
+		{Symbol: "cuMemGetAccess", Result: "RMMGO_CURESULT", DriverABI: 12000, Optional: true,
+			Params: "out unsigned long long *flags, in const RMMGO_CULOCATION *location, RMMGO_DEVPTR ptr"},
 	}
 }
 
@@ -296,6 +322,14 @@ func Consts() []Const {
 		{"MemoryTypeDevice", "cudaMemoryTypeDevice", 0},
 		{"MemoryTypeManaged", "cudaMemoryTypeManaged", 0},
 
+		// The driver's virtual memory management (vmm.go).
+		{"MemAccessFlagsProtNone", "CU_MEM_ACCESS_FLAGS_PROT_NONE", 0},
+		{"MemAccessFlagsProtRead", "CU_MEM_ACCESS_FLAGS_PROT_READ", 0},
+		{"MemAccessFlagsProtReadWrite", "CU_MEM_ACCESS_FLAGS_PROT_READWRITE", 0},
+		{"MemGranularityMinimum", "CU_MEM_ALLOC_GRANULARITY_MINIMUM", 0},
+		{"MemGranularityRecommended", "CU_MEM_ALLOC_GRANULARITY_RECOMMENDED", 0},
+		{"cuErrorInvalidContext", "CUDA_ERROR_INVALID_CONTEXT", 0},
+
 		// Driver entry points (cudaGetDriverEntryPointByVersion).
 		{"driverEntryEnableDefault", "cudaEnableDefault", 0},
 		{"driverEntrySuccess", "cudaDriverEntryPointSuccess", 0},
@@ -303,5 +337,24 @@ func Consts() []Const {
 		// Special device ids.
 		{"CPUDeviceID", "cudaCpuDeviceId", 0},
 		{"InvalidDeviceID", "cudaInvalidDeviceId", 0},
+	}
+}
+
+// DriverAliases returns the driver constants whose values cudart passes, or
+// reads back, as the runtime constant of the same meaning (GoName, listed in
+// Consts): the memory kinds and locations of CUmemAllocationProp, and the
+// CUresult codes of the driver calls that cudart reports as the runtime's
+// ErrorCode. The declaration check proves each equal to it.
+func DriverAliases() []Const {
+	return []Const{
+		{"MemAllocationTypePinned", "CU_MEM_ALLOCATION_TYPE_PINNED", 0},
+		{"MemHandleTypeNone", "CU_MEM_HANDLE_TYPE_NONE", 0},
+		{"MemHandleTypePosixFileDescriptor", "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR", 0},
+		{"MemLocationTypeDevice", "CU_MEM_LOCATION_TYPE_DEVICE", 0},
+		{"Success", "CUDA_SUCCESS", 0},
+		{"ErrorInvalidValue", "CUDA_ERROR_INVALID_VALUE", 0},
+		{"ErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", 0},
+		{"ErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE", 0},
+		{"ErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED", 0},
 	}
 }

@@ -52,8 +52,22 @@ func TestConsts(t *testing.T) {
 		if c.CName != "" {
 			assert.False(t, seen["C:"+c.CName], "%s listed twice", c.CName)
 			seen["C:"+c.CName] = true
-			assert.Regexp(t, `^cuda[A-Z][A-Za-z0-9]*$`, c.CName)
+			assert.Regexp(t, `^(cuda[A-Z][A-Za-z0-9]*|(CU|CUDA)_[A-Z0-9_]+)$`, c.CName)
 		}
 		assert.True(t, c.Since == 0 || c.Since > MinRuntimeVersion, "%s: Since %d", c.CName, c.Since)
+	}
+}
+
+// TestDriverAliases: each alias names a runtime constant of Consts and a
+// driver constant that Consts does not list.
+func TestDriverAliases(t *testing.T) {
+	goNames, cNames := make(map[string]bool), make(map[string]bool)
+	for _, c := range Consts() {
+		goNames[c.GoName], cNames[c.CName] = true, true
+	}
+	for _, a := range DriverAliases() {
+		assert.True(t, goNames[a.GoName], "%s: no such constant in Consts", a.GoName)
+		assert.False(t, cNames[a.CName], "%s is in Consts already", a.CName)
+		assert.Regexp(t, `^(CU|CUDA)_[A-Z0-9_]+$`, a.CName)
 	}
 }

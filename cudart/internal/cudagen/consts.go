@@ -66,6 +66,13 @@ func readConsts(dir string) ([]constValue, error) {
 		listed[c.GoName] = true
 		out = append(out, constValue{c, v})
 	}
+	for _, a := range abi.DriverAliases() {
+		v, ok := values[a.GoName]
+		if !ok {
+			return nil, fmt.Errorf("abi.DriverAliases names %s, which %v do not declare", a.GoName, constFiles)
+		}
+		out = append(out, constValue{a, v})
+	}
 	var missing []string
 	for name := range values {
 		if !listed[name] {

@@ -127,7 +127,8 @@ func writeCheck(consts []constValue) []byte {
 	b.WriteString(generatedBy)
 	b.WriteString(` *
  * Every CUDA constant package cudart declares (types.go, errors.go), with its
- * value there, and every function it calls, with the function-pointer type
+ * value there (and the driver constants it passes as one of them, with the
+ * same value), and every function it calls, with the function-pointer type
  * of cuda_abi.h it calls it by. decl_check.cpp defines the two macros and
  * includes this file inside a function.
  */

@@ -59,6 +59,12 @@ var cTypes = map[string]typeClass{
 	"RMMGO_LOCATION":     structType,
 	"RMMGO_POOLPROPS":    structType,
 	"RMMGO_PTRATTR":      structType,
+	"RMMGO_GRANFLAGS":    enumType,
+	"RMMGO_DEVPTR":       scalarType, // CUdeviceptr: unsigned long long
+	"RMMGO_MEMHANDLE":    scalarType, // CUmemGenericAllocationHandle: unsigned long long
+	"RMMGO_ALLOCPROP":    structType,
+	"RMMGO_ACCESSDESC":   structType,
+	"RMMGO_CULOCATION":   structType,
 }
 
 // classOf classifies a C type ("const" and all).

@@ -228,6 +228,9 @@ func TestDeclCheckCatchesMismatches(t *testing.T) {
 		"FAIL sizeof(struct cudaPointerAttributes): CUDA's is 104 bytes, rmmgo's only 88",
 		"FAIL cudaMalloc: the header renames it to cudaMalloc_v3",
 		"FAIL cudaMemAdvise: its type differs from cuda_abi.h's rmmgo_fn_cudaMemAdvise_location",
+		"FAIL CUDA_ERROR_OUT_OF_MEMORY: CUDA has 3, cudart.ErrorMemoryAllocation is 2",
+		"FAIL sizeof(CUmemAllocationProp): CUDA has 40, rmmgo declares 32",
+		"FAIL cuMemMap: its type differs from cuda_abi.h's rmmgo_fn_cuMemMap",
 		"checks FAILED",
 	} {
 		require.Contains(t, out, want)

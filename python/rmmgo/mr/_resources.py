@@ -45,6 +45,7 @@ __all__ = [
     "ArenaMemoryResource",
     "FixedSizeMemoryResource",
     "BinningMemoryResource",
+    "ExpandableMemoryResource",
     "CallbackMemoryResource",
     "AlignedResourceAdaptor",
     "FailureCallbackResourceAdaptor",
@@ -653,6 +654,47 @@ class BinningMemoryResource(UpstreamResourceAdaptor):
 
 
 # ------------------------------------------------------------------ adaptors
+
+
+@_kind(ResourceKind.EXPANDABLE)
+class ExpandableMemoryResource(DeviceMemoryResource):
+    """A stream-ordered sub-allocator over one reserved range of device addresses.
+
+    It maps device memory into the range in granules (2 MiB on current GPUs)
+    as it grows, so free memory never splits across separate chunks, and
+    gives wholly free granules back without moving live memory: what
+    PyTorch's ``expandable_segments`` does. Needs CUDA 12.5 or later.
+
+    maximum_pool_size None: the device's memory. release_threshold None:
+    give memory back only at the maximum (or on release()); else the mapped
+    size above which it gives back free granules before it maps more. Sizes
+    are ints or strings ("1GiB").
+    """
+
+    def __init__(self, maximum_pool_size=None, release_threshold=None):
+        self._own(
+            _create(
+                self._kind,
+                maximum_pool_size=_size_option(maximum_pool_size, "maximum_pool_size"),
+                release_threshold=_size_option(release_threshold, "release_threshold"),
+            )
+        )
+
+    def pool_size(self):
+        """Bytes of device memory mapped."""
+        n = c_size_t()
+        _lib.rmm_pool_size(self._handle, byref(n))
+        return n.value
+
+    def used_bytes(self):
+        """Bytes handed out."""
+        n = c_size_t()
+        _lib.rmm_pool_used_bytes(self._handle, byref(n))
+        return n.value
+
+    def release(self):
+        """Give every wholly free granule back to the device (synchronizes it)."""
+        _lib.rmm_pool_release(self._handle)
 
 
 @_kind(ResourceKind.CALLBACK)

@@ -1,0 +1,600 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/heap"
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+const kindExpandable = "expandable"
+
+// ExpandableOptions configures an Expandable.
+type ExpandableOptions struct {
+	// MaximumSize bounds the device memory the resource maps: 0 or
+	// SizeDefault for none beyond the device's memory; otherwise a multiple
+	// of 256 bytes no smaller than the device's granularity (2 MiB on
+	// current GPUs). The resource maps whole granules, so at most
+	// MaximumSize rounded down to a granule.
+	MaximumSize uintptr
+	// ReleaseThreshold: 0 (or SizeDefault) keeps what the resource maps
+	// until Release, or until the maximum or the device's memory forces it
+	// to give back free granules. Otherwise, when mapping more would take
+	// it above ReleaseThreshold bytes while it holds free memory of at least
+	// half what it is about to map (and a granule), it first gives back its
+	// wholly free granules (one device synchronization), so that it holds
+	// little more than the larger of the threshold and what is in use. The
+	// threshold is looked at only when the resource grows: Deallocate never
+	// synchronizes, and idle memory above the threshold goes back at the
+	// next growth or at Release.
+	ReleaseThreshold uintptr
+	// ReservedSize is the address range reserved: 0 or SizeDefault for four
+	// times the maximum size (the device's memory without a maximum).
+	// Address space holds no memory, but it bounds how far apart live
+	// blocks can lie: long-lived small blocks left in the space of blocks
+	// freed since spread over the range, and a large request needs a
+	// stretch free of them. At least the maximum size; rounded up to a
+	// granule. The heap's index costs 16 bytes of host address space per
+	// 64 KiB of range, resident only where blocks start.
+	ReservedSize uintptr
+	// PeerDevices are given read-write access to the memory too
+	// (cuMemSetAccess), so that kernels on them can use it directly.
+	PeerDevices []int
+}
+
+// Expandable is a stream-ordered sub-allocator over one range of device
+// addresses that it reserves when made and backs with device memory, in
+// granules, as it grows, through CUDA's virtual memory management
+// (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess). Because the
+// range is one, free memory never splits across separately allocated
+// chunks as a pool's does: when a request fits in no free block, the
+// resource maps memory right after (or before) the free memory that comes
+// closest, so that they form one block; and granules that are wholly free
+// can be unmapped and given back to the device anywhere in the range
+// without moving live data. This is what PyTorch's expandable_segments
+// does for its caching allocator.
+//
+// Inside the range it is the pool's heap (best fit, magazines, coalescing)
+// with the same stream ordering (see Pool): memory freed on a stream is
+// reused by that stream at once, by others after an event or a device
+// synchronization, never touching a stream handle after its caller's call.
+//
+// Growth: a request no free block can serve maps memory in the lowest
+// place of the range where it fits: the fewest granules that make it fit
+// next to the free memory already there (and a sixteenth of what is mapped
+// ahead, where that fits, so that a run of small requests does not map
+// granule by granule). Past the maximum size or
+// the device's memory, or the release threshold, the resource first gives
+// back its wholly free granules, after a device synchronization (memory
+// freed in stream order may still be in use), and tries again. Release
+// gives them back on request; Close gives back everything.
+//
+// Sizes are rounded up to 256 bytes and blocks are 256-byte aligned;
+// alignments above 256 are refused (ErrBadAlignment). It needs the driver's
+// virtual memory management: CUDA runtime 12.5 or later
+// (cudaGetDriverEntryPointByVersion) and a device that supports it;
+// otherwise NewExpandable fails with ErrNotSupported.
+//
+// An Expandable is safe for concurrent use. Use it with the device that was
+// current when it was made.
+type Expandable struct {
+	rt        cudart.Runtime
+	vm        cudart.VirtualMemory
+	dev       int
+	prop      cudart.MemAllocationProp
+	access    []cudart.MemAccessDesc
+	gran      uintptr
+	reserved  uintptr // the size of each range
+	maxSize   uintptr // granules
+	threshold uintptr // 0: none
+	h         heap.Heap
+
+	mu      sync.Mutex     // growth, release and close
+	ranges  []*vaRange     // the address ranges reserved; guarded by mu
+	nranges atomic.Int32   // len(ranges), for ReservedSize
+	mapped  atomic.Uintptr // bytes mapped
+	peak    atomic.Uintptr // most bytes mapped at once
+	gen     atomic.Uint64  // counts changes to the holes
+	closed  atomic.Bool
+}
+
+// NewExpandable reserves an address range on the current device and
+// returns an expandable resource over it, with no memory mapped yet.
+//
+// Errors: ErrNotSupported when the runtime or device has no virtual memory
+// management; ErrInvalidArgument for sizes that are not multiples of 256,
+// a maximum below the granularity, a reserved size below the maximum, or a
+// peer device that does not exist or is the resource's own; the CUDA error
+// when the range cannot be reserved.
+func NewExpandable(opts ExpandableOptions) (*Expandable, error) {
+	r, err := rt()
+	if err != nil {
+		return nil, err
+	}
+	return newExpandable(r, opts)
+}
+
+func newExpandable(r cudart.Runtime, opts ExpandableOptions) (*Expandable, error) {
+	const kind = kindExpandable
+	vm, err := cudart.VirtualMemoryOf(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	maxSize, threshold, reserved := opts.MaximumSize, opts.ReleaseThreshold, opts.ReservedSize
+	if maxSize == SizeDefault {
+		maxSize = 0
+	}
+	if threshold == SizeDefault {
+		threshold = 0
+	}
+	if reserved == SizeDefault {
+		reserved = 0
+	}
+	for _, v := range []struct {
+		name string
+		v    uintptr
+	}{{"maximum size", maxSize}, {"release threshold", threshold}, {"reserved size", reserved}} {
+		if !addr.IsAligned(v.v, DefaultAlignment) || v.v > maxAllocation {
+			return nil, fmt.Errorf("%s: %w: the %s (%d bytes) must be a multiple of 256 bytes", kind, ErrInvalidArgument, v.name, v.v)
+		}
+	}
+	dev, err := r.GetDevice()
+	if err != nil {
+		return nil, cudaError(kind, err)
+	}
+	e := &Expandable{rt: r, vm: vm, dev: dev, prop: cudart.DeviceMemoryProp(dev)}
+	e.access = []cudart.MemAccessDesc{{Location: cudart.DeviceLocation(dev), Flags: cudart.MemAccessFlagsProtReadWrite}}
+	if len(opts.PeerDevices) > 0 {
+		n, err := r.GetDeviceCount()
+		if err != nil {
+			return nil, cudaError(kind, err)
+		}
+		for _, p := range opts.PeerDevices {
+			if p < 0 || p >= n || p == dev {
+				return nil, fmt.Errorf("%s: %w: peer device %d (the resource is on device %d of %d)", kind, ErrInvalidArgument, p, dev, n)
+			}
+			d := cudart.MemAccessDesc{Location: cudart.DeviceLocation(p), Flags: cudart.MemAccessFlagsProtReadWrite}
+			if !slices.Contains(e.access, d) {
+				e.access = append(e.access, d)
+			}
+		}
+	}
+	if e.gran, err = vm.MemGetAllocationGranularity(e.prop, cudart.MemGranularityMinimum); err != nil {
+		return nil, vmmError(kind+": reading the allocation granularity", err)
+	}
+	if maxSize == 0 {
+		_, total, err := r.MemGetInfo()
+		if err != nil {
+			return nil, cudaError(kind+": reading the device memory", err)
+		}
+		maxSize = uintptr(total)
+	} else if maxSize < e.gran {
+		return nil, fmt.Errorf("%s: %w: the maximum size (%s) is smaller than the device's granularity (%s)", kind, ErrInvalidArgument, formatBytes(maxSize), formatBytes(e.gran))
+	}
+	e.maxSize = maxSize / e.gran * e.gran
+	e.threshold = threshold
+	if reserved == 0 {
+		reserved = defaultReservedFactor * e.maxSize
+	} else if reserved < e.maxSize {
+		return nil, fmt.Errorf("%s: %w: the reserved size (%s) is smaller than the maximum size (%s)", kind, ErrInvalidArgument, formatBytes(reserved), formatBytes(e.maxSize))
+	}
+	e.reserved = (reserved + e.gran - 1) / e.gran * e.gran
+	e.h.Init(kind, r, nil, true)
+	if err := e.addRange(); err != nil {
+		_ = e.h.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// defaultReservedFactor is the default address range, in maximum sizes.
+const defaultReservedFactor = 4
+
+// maxRanges bounds the address ranges one resource reserves: when no range
+// has room for a request that the maximum allows, another is reserved.
+const maxRanges = 4
+
+// vaRange is one reserved address range.
+type vaRange struct {
+	base, size uintptr
+	handles    []cudart.MemHandle // per granule; 0: unmapped
+}
+
+// handle returns the slot of the granule at a, in whichever range holds
+// it. mu held.
+func (e *Expandable) handle(a uintptr) *cudart.MemHandle {
+	for _, r := range e.ranges {
+		if a-r.base < r.size {
+			return &r.handles[(a-r.base)/e.gran]
+		}
+	}
+	panic(fmt.Sprintf("%s: internal error: %#x is in no reserved range", kindExpandable, a))
+}
+
+// addRange reserves another range of e.reserved bytes and hands it to the
+// heap as a hole. mu held (or the resource not yet shared).
+func (e *Expandable) addRange() error {
+	base, err := e.vm.MemAddressReserve(e.reserved, e.gran)
+	if err != nil {
+		return vmmError(fmt.Sprintf("%s: reserving %s of address space", kindExpandable, formatBytes(e.reserved)), err)
+	}
+	e.ranges = append(e.ranges, &vaRange{base: base, size: e.reserved, handles: make([]cudart.MemHandle, e.reserved/e.gran)})
+	e.nranges.Add(1)
+	e.h.AddReservedChunk(base, e.reserved)
+	return nil
+}
+
+// vmmError wraps the failure of a virtual memory call: ErrNotSupported
+// where the runtime or device has none, else as cudaError.
+func vmmError(what string, err error) error {
+	if errors.Is(err, cudart.ErrNotSupported) {
+		return fmt.Errorf("%s: %w: %w", what, ErrNotSupported, err)
+	}
+	return cudaError(what, err)
+}
+
+// maxGrowAttempts bounds the times one allocation looks in the heap again
+// because others changed it, before it maps what it needs regardless.
+const maxGrowAttempts = 8
+
+// Allocate returns bytes (rounded up to 256) of memory usable in stream
+// order on stream, mapping more device memory when no free block fits.
+// Errors: ErrBadAlignment for an alignment that is not a power of two or
+// exceeds 256; ErrOutOfMemory when neither the maximum size nor the device
+// leaves room, even after giving back free granules; ErrClosed after
+// Close; ErrInvalidArgument for a stream that is not alive.
+func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if !subRequestOK(bytes, alignment) {
+		return 0, rejectRequest(kindExpandable, bytes, alignment)
+	}
+	if e.closed.Load() {
+		return 0, errClosed(kindExpandable)
+	}
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	reclaimed := false
+	for attempt := 0; ; attempt++ {
+		gen := e.gen.Load()
+		p, err := e.h.Allocate(stream, size)
+		if err == nil || !heap.IsNoRoom(err) {
+			return p, err
+		}
+		if p, err = e.grow(stream, size, gen, attempt, &reclaimed); p != 0 || err != nil {
+			return p, err
+		}
+	}
+}
+
+// grow maps memory for a request of size bytes on stream s that the heap
+// could not serve when the holes were at generation gen, and allocates
+// from it. It returns 0 and no error when the caller should look in the
+// heap again: another allocation changed the holes meanwhile, free
+// granules were given back, or the new memory did not merge with free
+// memory of the caller's list.
+func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, reclaimed *bool) (uintptr, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return 0, errClosed(kindExpandable)
+	}
+	if e.gen.Load() != gen && attempt < maxGrowAttempts {
+		return 0, nil // look again; past the bound, map what this request needs
+	}
+	reclaim := func() (uintptr, error) {
+		*reclaimed = true
+		return 0, e.release()
+	}
+	if size > e.maxSize {
+		return 0, e.outOfRoom(size, size)
+	}
+	// The first try maps next to free memory; a later one (the new memory
+	// did not merge with it: another list's) maps the whole request, which
+	// Fill then serves from the caller's list.
+	pl, ok := e.plan(size, attempt == 0)
+	if !ok {
+		if !*reclaimed && e.h.FreeBytes() > 0 {
+			return reclaim() // free granules may join a hole big enough
+		}
+		// Live blocks are spread over the ranges so that none has room
+		// for the request in one piece: reserve another range.
+		if e.mapped.Load()+size <= e.maxSize && len(e.ranges) < maxRanges {
+			if err := e.addRange(); err != nil {
+				return 0, err
+			}
+			pl, ok = e.plan(size, false)
+		}
+		if !ok {
+			return 0, fmt.Errorf("%s: %w: no range of %s left in the %d address ranges of %s reserved (failed to allocate %s)",
+				kindExpandable, ErrOutOfMemory, formatBytes(size), len(e.ranges), formatBytes(e.reserved), formatBytes(size))
+		}
+	}
+	need := pl.need
+	mapped := e.mapped.Load()
+	if mapped+need > e.maxSize {
+		if !*reclaimed && e.h.FreeBytes() > 0 {
+			return reclaim()
+		}
+		return 0, e.outOfRoom(size, need)
+	}
+	if e.threshold != 0 && mapped+need > e.threshold && !*reclaimed && e.h.FreeBytes() >= max(need/2, e.gran) {
+		return reclaim()
+	}
+	// Map a little ahead where the room allows: a sixteenth of what is
+	// mapped, so that many small requests make few growths.
+	limit := e.maxSize
+	if e.threshold != 0 {
+		limit = min(limit, max(e.threshold, mapped+need))
+	}
+	if more := (mapped/16 + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
+		need = more
+	}
+	at := pl.hole.Base
+	if pl.atEnd {
+		at = pl.hole.Base + pl.hole.Size - need
+	}
+	if err := e.mapRange(at, need); err != nil {
+		if errors.Is(err, ErrOutOfMemory) && !*reclaimed && e.h.FreeBytes() > 0 {
+			return reclaim()
+		}
+		return 0, err
+	}
+	e.gen.Add(1)
+	return e.h.Fill(s, at, need, size)
+}
+
+// growthPlan is where to map memory: need bytes at the start of hole, or
+// at its end.
+type growthPlan struct {
+	hole  heap.Span
+	atEnd bool
+	need  uintptr
+}
+
+// plan chooses where to map memory for size bytes: in the lowest hole
+// where it fits, the fewest granules that hold size bytes together with
+// the free memory already beside the hole (when near is set), at the start
+// or the end of the hole. First fit by address keeps what is mapped packed
+// at the low end of the range, so that the high end stays one hole for
+// large requests. mu held.
+func (e *Expandable) plan(size uintptr, near bool) (pl growthPlan, ok bool) {
+	roundUp := func(n uintptr) uintptr { return max(e.gran, (n+e.gran-1)/e.gran*e.gran) }
+	for _, hi := range e.h.Holes() {
+		before, after := hi.FreeBefore, hi.FreeAfter
+		if !near {
+			before, after = 0, 0
+		}
+		if n := roundUp(size - min(size, before)); n <= hi.Size {
+			pl, ok = growthPlan{hi.Span, false, n}, true
+		}
+		if n := roundUp(size - min(size, after)); n <= hi.Size && (!ok || n < pl.need) {
+			pl, ok = growthPlan{hi.Span, true, n}, true
+		}
+		if ok {
+			return pl, true
+		}
+	}
+	return pl, false
+}
+
+// outOfRoom is the error of a request of size bytes that needs need more
+// bytes mapped than the maximum allows.
+func (e *Expandable) outOfRoom(size, need uintptr) error {
+	return fmt.Errorf("%s: %w: Maximum pool size exceeded (failed to allocate %s): Not enough room to grow, current/max/try size = %s, %s, %s",
+		kindExpandable, ErrOutOfMemory, formatBytes(size), formatBytes(e.mapped.Load()), formatBytes(e.maxSize), formatBytes(need))
+}
+
+// mapRange backs [at, at+n) with device memory, one handle per granule,
+// and gives the resource's devices access to it; on failure it leaves the
+// range as it was. mu held.
+func (e *Expandable) mapRange(at, n uintptr) error {
+	k := n / e.gran
+	undo := func(done uintptr) {
+		for j := uintptr(0); j < done; j++ {
+			a := at + j*e.gran
+			hp := e.handle(a)
+			_ = e.vm.MemUnmap(a, e.gran)
+			_ = e.vm.MemRelease(*hp)
+			*hp = 0
+		}
+	}
+	for j := uintptr(0); j < k; j++ {
+		h, err := e.vm.MemCreate(e.gran, e.prop)
+		if err != nil {
+			undo(j)
+			if errors.Is(err, cudart.ErrMemoryAllocation) {
+				return fmt.Errorf("%s: %w: device %d has no memory for %s more (%s mapped): %w",
+					kindExpandable, ErrOutOfMemory, e.dev, formatBytes(n), formatBytes(e.mapped.Load()), err)
+			}
+			return vmmError(kindExpandable+": making device memory", err)
+		}
+		if err := e.vm.MemMap(at+j*e.gran, e.gran, 0, h); err != nil {
+			_ = e.vm.MemRelease(h)
+			undo(j)
+			return vmmError(kindExpandable+": mapping device memory", err)
+		}
+		*e.handle(at + j*e.gran) = h
+	}
+	if err := e.vm.MemSetAccess(at, n, e.access...); err != nil {
+		undo(k)
+		return vmmError(kindExpandable+": giving access to device memory", err)
+	}
+	if m := e.mapped.Add(n); m > e.peak.Load() {
+		e.peak.Store(m) // under mu
+	}
+	return nil
+}
+
+// release gives back every wholly free granule: it takes them out of the
+// heap, synchronizes the device (memory freed in stream order may still be
+// in use by queued work), and unmaps them. mu held.
+func (e *Expandable) release() error {
+	spans := e.h.Dig(e.gran)
+	if len(spans) == 0 {
+		return nil
+	}
+	e.gen.Add(1)
+	marks := e.h.SyncMarks()
+	if err := e.rt.DeviceSynchronize(); err != nil {
+		// Unmapping now could pull memory from under queued work: keep it,
+		// free again.
+		for _, sp := range spans {
+			_, _ = e.h.Fill(DefaultStream, sp.Base, sp.Size, 0)
+		}
+		return cudaError(kindExpandable+": synchronizing before giving memory back", err)
+	}
+	e.h.ApplySync(marks)
+	var errs []error
+	for _, sp := range spans {
+		for a := sp.Base; a < sp.Base+sp.Size; a += e.gran {
+			hp := e.handle(a)
+			if err := e.vm.MemUnmap(a, e.gran); err != nil {
+				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
+				continue // stays mapped, in a hole: Close tries again
+			}
+			if err := e.vm.MemRelease(*hp); err != nil {
+				errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
+			}
+			*hp = 0
+			e.mapped.Add(^(e.gran - 1))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Deallocate returns memory to the resource, in stream order on stream
+// (see Pool.Deallocate). A pointer the resource did not hand out, or one
+// already deallocated, gives ErrInvalidPointer; a size that does not match
+// the allocation's gives ErrInvalidArgument.
+func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 || bytes == 0 {
+		return nil
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {
+			return err
+		}
+	}
+	if e.closed.Load() {
+		return errClosed(kindExpandable)
+	}
+	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if stream == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return e.h.Deallocate(stream, ptr, size)
+}
+
+// AllocateSync allocates on the default stream and synchronizes it.
+func (e *Expandable) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	return allocateSync(e, e.rt, bytes, alignment)
+}
+
+// DeallocateSync deallocates on the default stream: the caller vouches that
+// no work uses the memory any more.
+func (e *Expandable) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	return e.Deallocate(DefaultStream, ptr, bytes, alignment)
+}
+
+// Properties reports device memory.
+func (e *Expandable) Properties() Properties { return DeviceAccessible }
+
+// Equal reports whether other is this very resource.
+func (e *Expandable) Equal(other Resource) bool {
+	o, ok := other.(*Expandable)
+	return ok && o == e
+}
+
+// Kind returns "expandable".
+func (e *Expandable) Kind() string { return kindExpandable }
+
+// Device returns the device that was current when the resource was made.
+func (e *Expandable) Device() int { return e.dev }
+
+// PoolSize returns the bytes of device memory mapped.
+func (e *Expandable) PoolSize() uintptr { return e.mapped.Load() }
+
+// UsedBytes returns the bytes handed out and not yet deallocated (rounded
+// to 256 each). While other goroutines allocate it is a snapshot.
+func (e *Expandable) UsedBytes() uintptr {
+	size, idle := e.h.Size(), e.h.HoleBytes()+e.h.FreeBytes()
+	if idle > size {
+		return 0
+	}
+	return size - idle
+}
+
+// PeakPoolSize returns the most bytes of device memory mapped at once.
+func (e *Expandable) PeakPoolSize() uintptr { return e.peak.Load() }
+
+// MaximumSize returns the most device memory the resource maps.
+func (e *Expandable) MaximumSize() uintptr { return e.maxSize }
+
+// ReservedSize returns the bytes of address space it reserved: one range
+// of ExpandableOptions.ReservedSize at first, more when live blocks left
+// no room in one piece for a request (at most four ranges).
+func (e *Expandable) ReservedSize() uintptr { return uintptr(e.nranges.Load()) * e.reserved }
+
+// Granularity returns the device's allocation granularity: the resource
+// maps and gives back memory in granules of this size.
+func (e *Expandable) Granularity() uintptr { return e.gran }
+
+// Release gives back to the device every granule that is wholly free,
+// after synchronizing the device (memory freed in stream order may still be
+// in use by queued work). Live allocations do not move.
+func (e *Expandable) Release() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return errClosed(kindExpandable)
+	}
+	return e.release()
+}
+
+// Close synchronizes the device, unmaps and gives back all device memory
+// (allocations still live included), frees the address range and releases
+// the resource's events. Later calls fail with ErrClosed; closing again
+// does nothing.
+func (e *Expandable) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	if err := e.rt.DeviceSynchronize(); err != nil {
+		errs = append(errs, cudaError(kindExpandable+": synchronizing before giving memory back", err))
+	}
+	for _, r := range e.ranges {
+		for j, h := range r.handles {
+			if h == 0 {
+				continue
+			}
+			a := r.base + uintptr(j)*e.gran
+			if err := e.vm.MemUnmap(a, e.gran); err != nil {
+				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
+			}
+			if err := e.vm.MemRelease(h); err != nil {
+				errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
+			}
+			r.handles[j] = 0
+		}
+	}
+	e.mapped.Store(0)
+	e.h.ReleaseChunks(true) // allocations racing with Close fail with ErrClosed
+	for _, r := range e.ranges {
+		if err := e.vm.MemAddressFree(r.base, r.size); err != nil {
+			errs = append(errs, vmmError(kindExpandable+": freeing the address range", err))
+		}
+	}
+	return errors.Join(append(errs, e.h.Close())...)
+}

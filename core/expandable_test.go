@@ -1,0 +1,711 @@
+package core
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/cudart/sim"
+)
+
+const mib = 1 << 20
+
+// newTestExpandable makes an expandable resource on runtime r (which must
+// offer virtual memory management, or be paired with it), closed when the
+// test ends.
+func newTestExpandable(t testing.TB, r cudart.Runtime, opts ExpandableOptions) *Expandable {
+	t.Helper()
+	e, err := newExpandable(r, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// withVM pairs a runtime wrapper (which passes on only cudart.Runtime) with
+// the virtual memory of the runtime it wraps.
+type withVM struct {
+	cudart.Runtime
+	cudart.VirtualMemory
+}
+
+// checkNoLeak checks that a closed expandable resource left nothing on the
+// simulated device: no reservation, no physical memory, no fault.
+func checkNoLeak(t testing.TB, s *sim.Runtime) {
+	t.Helper()
+	st := s.VirtualMemory()
+	assert.Zero(t, st.Reservations, "reservations left")
+	assert.Zero(t, st.Handles, "physical memory left")
+	assert.Empty(t, st.Faults, "copies or fills that found their memory unmapped")
+}
+
+func TestExpandableBasics(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 2, MemoryPerDevice: 256 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{})
+	assert.Equal(t, "expandable", e.Kind())
+	assert.Equal(t, DeviceAccessible, e.Properties())
+	assert.True(t, e.Equal(e))
+	assert.False(t, e.Equal(newTestExpandable(t, s, ExpandableOptions{})))
+	assert.Equal(t, 0, e.Device())
+	assert.EqualValues(t, 2*mib, e.Granularity())
+	assert.EqualValues(t, 256*mib, e.MaximumSize(), "the device's memory")
+	assert.EqualValues(t, 1024*mib, e.ReservedSize(), "four times the maximum")
+	assert.Zero(t, e.PoolSize(), "nothing mapped until used")
+	assert.Zero(t, s.UsedBytes(0))
+
+	p, err := e.Allocate(DefaultStream, 0, DefaultAlignment)
+	require.NoError(t, err)
+	assert.Zero(t, p)
+	require.NoError(t, e.Deallocate(DefaultStream, 0, 0, DefaultAlignment))
+	for _, a := range []uintptr{0, 3, 512} {
+		_, err := e.Allocate(DefaultStream, 100, a)
+		requireIs(t, err, ErrBadAlignment, "alignment ", a)
+	}
+	p, err = e.Allocate(DefaultStream, 1000, 64)
+	require.NoError(t, err)
+	assert.Zero(t, p%DefaultAlignment)
+	assert.EqualValues(t, 1024, e.UsedBytes())
+	assert.EqualValues(t, 2*mib, e.PoolSize(), "one granule")
+	assert.EqualValues(t, 2*mib, s.UsedBytes(0), "the device counts what is mapped")
+	fillAndCheck(t, s, p, 1000, 0x3c, DefaultStream)
+
+	// Bad frees.
+	requireIs(t, e.Deallocate(DefaultStream, 0x12340000, 1000, DefaultAlignment), ErrInvalidPointer, "never handed out")
+	requireIs(t, e.Deallocate(DefaultStream, p+256, 1000, DefaultAlignment), ErrInvalidPointer, "interior")
+	requireIs(t, e.Deallocate(DefaultStream, p+4*mib, 1000, DefaultAlignment), ErrInvalidPointer, "unmapped")
+	requireIs(t, e.Deallocate(DefaultStream, p, 5000, DefaultAlignment), ErrInvalidArgument, "wrong size")
+	require.NoError(t, e.Deallocate(DefaultStream, p, 1000, DefaultAlignment))
+	requireIs(t, e.Deallocate(DefaultStream, p, 1000, DefaultAlignment), ErrInvalidPointer, "double free")
+	assert.Zero(t, e.UsedBytes())
+
+	q, err := e.AllocateSync(5000, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, e.DeallocateSync(q, 5000, DefaultAlignment))
+
+	require.NoError(t, e.Close())
+	require.NoError(t, e.Close(), "closing twice is fine")
+	_, err = e.Allocate(DefaultStream, 100, DefaultAlignment)
+	requireIs(t, err, ErrClosed)
+	requireIs(t, e.Release(), ErrClosed)
+	requireIs(t, e.Deallocate(DefaultStream, q, 5000, DefaultAlignment), ErrClosed)
+}
+
+func TestExpandableOptions(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 2, MemoryPerDevice: 64 * mib})
+	for _, c := range []struct {
+		opts ExpandableOptions
+		want error
+		text string
+	}{
+		{ExpandableOptions{MaximumSize: 1000}, ErrInvalidArgument, "multiple of 256"},
+		{ExpandableOptions{ReleaseThreshold: 100}, ErrInvalidArgument, "multiple of 256"},
+		{ExpandableOptions{MaximumSize: mib}, ErrInvalidArgument, "smaller than the device's granularity"},
+		{ExpandableOptions{MaximumSize: 8 * mib, ReservedSize: 4 * mib}, ErrInvalidArgument, "smaller than the maximum size"},
+		{ExpandableOptions{PeerDevices: []int{2}}, ErrInvalidArgument, "peer device 2"},
+		{ExpandableOptions{PeerDevices: []int{0}}, ErrInvalidArgument, "peer device 0"},
+	} {
+		_, err := newExpandable(s, c.opts)
+		requireIs(t, err, c.want, fmt.Sprintf("%+v", c.opts))
+		assert.ErrorContains(t, err, c.text)
+	}
+	e := newTestExpandable(t, s, ExpandableOptions{MaximumSize: 5 * mib, ReleaseThreshold: SizeDefault, ReservedSize: 7 * mib, PeerDevices: []int{1, 1}})
+	assert.EqualValues(t, 4*mib, e.MaximumSize(), "whole granules")
+	assert.EqualValues(t, 8*mib, e.ReservedSize(), "rounded up to a granule")
+	assert.Len(t, e.access, 2, "its own device and one peer")
+
+	_, err := newExpandable(newSimRuntime(t, sim.Config{NoVirtualMemory: true}), ExpandableOptions{})
+	requireIs(t, err, ErrNotSupported)
+	assert.ErrorContains(t, err, "CUDA_ERROR_NOT_SUPPORTED")
+	_, err = newExpandable(struct{ cudart.Runtime }{s}, ExpandableOptions{})
+	requireIs(t, err, cudart.ErrNotSupported, "a runtime without virtual memory management")
+}
+
+// TestExpandableFragmentation is the case the resource exists for (issue
+// 18): a maximum of 512 MiB, 100 blocks of 4 MiB, every other one freed,
+// then one block of 150 MiB. 200 MiB are free but no 150 MiB of them in
+// one piece: the pool refuses; the expandable resource gives back the
+// freed granules and maps 150 MiB at the end of its range, without moving
+// the blocks still live. Runs on the GPU too.
+func TestExpandableFragmentation(t *testing.T) {
+	r := testRuntime(t)
+	const block, n, big, maxSize = 4 * mib, 100, 150 * mib, 512 * mib
+	s := DefaultStream
+	scenario := func(t *testing.T, res Resource) (live []uintptr, bigErr error) {
+		var all []uintptr
+		for i := 0; i < n; i++ {
+			p, err := res.Allocate(s, block, DefaultAlignment)
+			require.NoError(t, err, "block %d", i)
+			all = append(all, p)
+		}
+		for i, p := range all {
+			if i%2 == 1 {
+				require.NoError(t, res.Deallocate(s, p, block, DefaultAlignment))
+			} else {
+				live = append(live, p)
+				// Mark both ends of each live block.
+				require.NoError(t, r.MemsetAsync(p, i%251, 4096, s))
+				require.NoError(t, r.MemsetAsync(p+block-4096, i%251, 4096, s))
+			}
+		}
+		p, err := res.Allocate(s, big, DefaultAlignment)
+		if err == nil {
+			fillAndCheck(t, r, p, 64<<10, 0xee, s)
+			fillAndCheck(t, r, p+big-64<<10, 64<<10, 0xef, s)
+			for i, q := range live {
+				require.NoError(t, expect(r, q, 4096, byte((2*i)%251), s), "live block %d moved or lost its data", 2*i)
+				require.NoError(t, expect(r, q+block-4096, 4096, byte((2*i)%251), s))
+			}
+			live = append(live, p)
+		}
+		return live, err
+	}
+
+	t.Run("pool", func(t *testing.T) {
+		cuda, err := NewCuda()
+		require.NoError(t, err)
+		pool, err := NewPool(cuda, PoolOptions{InitialSize: 0, MaximumSize: maxSize})
+		require.NoError(t, err)
+		defer pool.Close()
+		_, err = scenario(t, pool)
+		requireIs(t, err, ErrOutOfMemory, "the pool has 200 MiB free, in 4 MiB pieces")
+		t.Logf("pool: %v", err)
+	})
+	t.Run("expandable", func(t *testing.T) {
+		e, err := NewExpandable(ExpandableOptions{MaximumSize: maxSize})
+		require.NoError(t, err)
+		defer e.Close()
+		live, err := scenario(t, e)
+		require.NoError(t, err, "the expandable resource serves 150 MiB")
+		g := e.Granularity()
+		assert.LessOrEqual(t, e.PoolSize(), uintptr(maxSize))
+		assert.EqualValues(t, 50*block+big, e.UsedBytes())
+		// The freed blocks' granules went back: what is mapped is what is
+		// live, up to a granule at each end of the big block.
+		assert.LessOrEqual(t, e.PoolSize(), 50*block+big+2*g, "mapped %d MiB", e.PoolSize()>>20)
+		for i, p := range live[:len(live)-1] {
+			require.NoError(t, e.Deallocate(s, p, block, DefaultAlignment), "block %d", i)
+		}
+		require.NoError(t, e.Release())
+		assert.LessOrEqual(t, e.PoolSize(), big+2*g, "only the big block's granules stay mapped")
+		require.NoError(t, e.Deallocate(s, live[len(live)-1], big, DefaultAlignment))
+		require.NoError(t, e.Release())
+		assert.Zero(t, e.PoolSize())
+	})
+}
+
+// TestExpandableGrowth: memory is mapped as needed, next to the free memory
+// that comes closest, so that free space stays in one piece; a little
+// ahead of need as the resource grows.
+func TestExpandableGrowth(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 512 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{})
+	g := e.Granularity()
+	// 3 MiB: two granules, 1 MiB left free at the end.
+	a, err := e.Allocate(DefaultStream, 3*mib, DefaultAlignment)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2*g, e.PoolSize())
+	// 2 MiB more: the 1 MiB left plus one granule more, contiguous.
+	b, err := e.Allocate(DefaultStream, 2*mib, DefaultAlignment)
+	require.NoError(t, err)
+	assert.Equal(t, a+3*mib, b, "the new granule extends the free memory before it")
+	assert.EqualValues(t, 3*g, e.PoolSize())
+	assert.EqualValues(t, e.PoolSize(), uintptr(s.UsedBytes(0)))
+	// Free everything: one free block of 6 MiB serves 6 MiB with no growth.
+	require.NoError(t, e.Deallocate(DefaultStream, a, 3*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, b, 2*mib, DefaultAlignment))
+	c, err := e.Allocate(DefaultStream, 6*mib, DefaultAlignment)
+	require.NoError(t, err)
+	assert.Equal(t, a, c)
+	assert.EqualValues(t, 3*g, e.PoolSize())
+	require.NoError(t, e.Deallocate(DefaultStream, c, 6*mib, DefaultAlignment))
+
+	// Many small requests: growth maps a sixteenth ahead, so it happens
+	// far less often than once per granule, and maps little more than
+	// needed.
+	var ps []uintptr
+	for i := 0; i < 2000; i++ {
+		p, err := e.Allocate(DefaultStream, 100<<10, DefaultAlignment)
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	live := uintptr(2000 * (100 << 10))
+	assert.LessOrEqual(t, e.PoolSize(), live+live/8+g, "mapped %d MiB for %d MiB live", e.PoolSize()>>20, live>>20)
+	for _, p := range ps {
+		require.NoError(t, e.Deallocate(DefaultStream, p, 100<<10, DefaultAlignment))
+	}
+	// Release gives everything back.
+	require.NoError(t, e.Release())
+	assert.Zero(t, e.PoolSize())
+	assert.Zero(t, s.UsedBytes(0))
+	assert.Zero(t, e.UsedBytes())
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}
+
+// TestExpandableReleaseKeepsLiveData: Release unmaps wholly free granules
+// only; every live block keeps its memory and contents, and the freed
+// memory is mapped again on demand.
+func TestExpandableReleaseKeepsLiveData(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 512 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{})
+	rng := rand.New(rand.NewPCG(5, 6))
+	type blk struct {
+		p, n uintptr
+		v    byte
+	}
+	var live []blk
+	for i := 0; i < 150; i++ {
+		n := uintptr(rng.IntN(3*mib) + 1)
+		p, err := e.Allocate(DefaultStream, n, DefaultAlignment)
+		require.NoError(t, err)
+		v := byte(i)
+		require.NoError(t, s.Memset(p, int(v), n))
+		live = append(live, blk{p, n, v})
+	}
+	for i := 0; i < len(live); {
+		if rng.IntN(3) != 0 {
+			require.NoError(t, e.Deallocate(DefaultStream, live[i].p, live[i].n, DefaultAlignment))
+			live = append(live[:i], live[i+1:]...)
+			continue
+		}
+		i++
+	}
+	before := e.PoolSize()
+	require.NoError(t, e.Release())
+	after := e.PoolSize()
+	assert.Less(t, after, before, "free granules went back")
+	assert.GreaterOrEqual(t, after, e.UsedBytes())
+	assert.EqualValues(t, after, uintptr(s.UsedBytes(0)))
+	for _, b := range live {
+		require.NoError(t, expect(s, b.p, b.n, b.v, DefaultStream))
+	}
+	// Allocate again into the released range: mapped on demand.
+	for i := 0; i < 100; i++ {
+		n := uintptr(rng.IntN(2*mib) + 1)
+		p, err := e.Allocate(DefaultStream, n, DefaultAlignment)
+		require.NoError(t, err)
+		fillAndCheck(t, s, p, n, 0x5a, DefaultStream)
+		live = append(live, blk{p, n, 0x5a})
+	}
+	for _, b := range live {
+		require.NoError(t, expect(s, b.p, b.n, b.v, DefaultStream))
+		require.NoError(t, e.Deallocate(DefaultStream, b.p, b.n, DefaultAlignment))
+	}
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}
+
+// TestExpandableThreshold: above its release threshold the resource gives
+// back free granules before it maps more (one device synchronization);
+// without one it keeps them and never synchronizes.
+func TestExpandableThreshold(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 512 * mib})
+	for _, threshold := range []uintptr{0, 16 * mib} {
+		t.Run(fmt.Sprintf("threshold=%d", threshold), func(t *testing.T) {
+			rt := &syncCountingRuntime{Runtime: s}
+			e := newTestExpandable(t, withVM{rt, s}, ExpandableOptions{ReleaseThreshold: threshold})
+			// 64 blocks of 1 MiB; every other one freed: 32 MiB free in 1 MiB
+			// pieces, no granule wholly free... then the even ones too, but
+			// the last, so that 62 MiB are wholly free.
+			var ps []uintptr
+			for i := 0; i < 64; i++ {
+				p, err := e.Allocate(DefaultStream, mib, DefaultAlignment)
+				require.NoError(t, err)
+				ps = append(ps, p)
+			}
+			for _, p := range ps[:63] {
+				require.NoError(t, e.Deallocate(DefaultStream, p, mib, DefaultAlignment))
+			}
+			mapped := e.PoolSize()
+			syncs := rt.syncs.Load()
+			// A request no free block holds.
+			big, err := e.Allocate(DefaultStream, 100*mib, DefaultAlignment)
+			require.NoError(t, err)
+			if threshold == 0 {
+				assert.Equal(t, syncs, rt.syncs.Load(), "no synchronization")
+				assert.GreaterOrEqual(t, e.PoolSize(), mapped+100*mib-2*mib, "kept the free granules and mapped more")
+			} else {
+				assert.Equal(t, syncs+1, rt.syncs.Load(), "one synchronization to give granules back")
+				assert.LessOrEqual(t, e.PoolSize(), 100*mib+2*e.Granularity(), "mapped %d MiB", e.PoolSize()>>20)
+			}
+			require.NoError(t, e.Deallocate(DefaultStream, big, 100*mib, DefaultAlignment))
+			require.NoError(t, e.Deallocate(DefaultStream, ps[63], mib, DefaultAlignment))
+		})
+	}
+}
+
+// syncCountingRuntime counts device synchronizations.
+type syncCountingRuntime struct {
+	cudart.Runtime
+	syncs atomic.Int64
+}
+
+func (c *syncCountingRuntime) DeviceSynchronize() error {
+	c.syncs.Add(1)
+	return c.Runtime.DeviceSynchronize()
+}
+
+// TestExpandableOutOfMemory: at the maximum size, and at the device's
+// capacity, a request fails with ErrOutOfMemory after the resource gave
+// back what it could; it maps nothing it does not use, and works on.
+func TestExpandableOutOfMemory(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 64 * mib})
+	t.Run("maximum", func(t *testing.T) {
+		e := newTestExpandable(t, s, ExpandableOptions{MaximumSize: 16 * mib})
+		a, err := e.Allocate(DefaultStream, 10*mib, DefaultAlignment)
+		require.NoError(t, err)
+		b, err := e.Allocate(DefaultStream, 6*mib, DefaultAlignment)
+		require.NoError(t, err)
+		_, err = e.Allocate(DefaultStream, 256, DefaultAlignment)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.ErrorContains(t, err, "Maximum pool size exceeded (failed to allocate 256.000000 B)")
+		_, err = e.Allocate(DefaultStream, 17*mib, DefaultAlignment)
+		requireIs(t, err, ErrOutOfMemory, "more than the maximum")
+		assert.EqualValues(t, 16*mib, e.PoolSize())
+		// Freeing b makes room at once.
+		require.NoError(t, e.Deallocate(DefaultStream, b, 6*mib, DefaultAlignment))
+		c, err := e.Allocate(DefaultStream, 5*mib, DefaultAlignment)
+		require.NoError(t, err)
+		require.NoError(t, e.Deallocate(DefaultStream, a, 10*mib, DefaultAlignment))
+		require.NoError(t, e.Deallocate(DefaultStream, c, 5*mib, DefaultAlignment))
+		require.NoError(t, e.Close())
+	})
+	t.Run("device", func(t *testing.T) {
+		e := newTestExpandable(t, s, ExpandableOptions{})
+		hog, err := s.Malloc(40 * mib)
+		require.NoError(t, err)
+		a, err := e.Allocate(DefaultStream, 20*mib, DefaultAlignment)
+		require.NoError(t, err)
+		_, err = e.Allocate(DefaultStream, 8*mib, DefaultAlignment)
+		requireIs(t, err, ErrOutOfMemory)
+		requireIs(t, err, cudart.ErrMemoryAllocation, "the driver's out of memory is wrapped")
+		assert.ErrorContains(t, err, "device 0 has no memory")
+		assert.EqualValues(t, 20*mib, e.PoolSize(), "the granules of the failed growth were given back")
+		assert.EqualValues(t, 60*mib, s.UsedBytes(0))
+		// The device refusing the first granule.
+		require.NoError(t, s.Free(hog))
+		s.InjectAllocFailures(1)
+		_, err = e.Allocate(DefaultStream, 8*mib, DefaultAlignment)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.ErrorContains(t, err, "injected failure")
+		assert.EqualValues(t, 20*mib, e.PoolSize())
+		b, err := e.Allocate(DefaultStream, 8*mib, DefaultAlignment)
+		require.NoError(t, err, "and then not")
+		require.NoError(t, e.Deallocate(DefaultStream, b, 8*mib, DefaultAlignment))
+		require.NoError(t, e.Deallocate(DefaultStream, a, 20*mib, DefaultAlignment))
+		require.NoError(t, e.Release())
+		assert.EqualValues(t, e.PoolSize(), uintptr(s.UsedBytes(0)), "no granule leaked")
+		require.NoError(t, e.Close())
+	})
+	checkNoLeak(t, s)
+}
+
+// TestExpandablePeerAccess: PeerDevices get access to the memory; others
+// do not (the simulated device refuses their copies and fills).
+func TestExpandablePeerAccess(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 3, MemoryPerDevice: 64 * mib})
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e := newTestExpandable(t, s, ExpandableOptions{PeerDevices: []int{1}})
+	p, err := e.Allocate(DefaultStream, mib, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, s.SetDevice(1))
+	require.NoError(t, s.Memset(p, 7, mib), "a peer device may write")
+	require.NoError(t, s.SetDevice(2))
+	requireIs(t, s.Memset(p, 7, mib), cudart.ErrInvalidValue, "device 2 has no access")
+	require.NoError(t, s.SetDevice(0))
+	fillAndCheck(t, s, p, mib, 9, DefaultStream)
+	f, err := s.MemGetAccess(cudart.DeviceLocation(1), p)
+	require.NoError(t, err)
+	assert.Equal(t, cudart.MemAccessFlagsProtReadWrite, f)
+	require.NoError(t, e.Deallocate(DefaultStream, p, mib, DefaultAlignment))
+}
+
+// The stream-ordering tests of the sub-allocators (suballoc_test.go), for
+// the expandable resource: the same engine must give the same guarantees.
+
+func TestExpandableCrossStreamReuse(t *testing.T) {
+	sm := simDevice(t)
+	const size = 4 * mib
+	rt := newOrderingRuntime(t)
+	e := newTestExpandable(t, withVM{rt, sm}, ExpandableOptions{MaximumSize: size})
+	a, b := DefaultStream, newStream(t, sm)
+	x, err := e.Allocate(a, size, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, sm.PauseStream(a))
+	defer sm.ResumeStream(a)
+	require.NoError(t, sm.MemsetAsync(x, 0xAA, size, a))
+	require.NoError(t, e.Deallocate(a, x, size, DefaultAlignment))
+
+	before := rt.counts()
+	y, err := e.Allocate(b, size, DefaultAlignment)
+	require.NoError(t, err)
+	require.Equal(t, x, y, "the only block is the one freed on A")
+	after := rt.counts()
+	assert.Equal(t, before[0]+1, after[0], "one event record on A")
+	assert.Equal(t, before[1]+1, after[1], "one wait on B")
+	assert.Equal(t, before[2:], after[2:], "no host synchronization")
+	require.Error(t, sm.StreamQuery(b), "B must wait for A, which is paused")
+	require.NoError(t, sm.MemsetAsync(y, 0xBB, size, b))
+	require.NoError(t, sm.ResumeStream(a))
+	require.NoError(t, expect(sm, y, size, 0xBB, b), "B's fill ran after A's")
+	require.NoError(t, e.Deallocate(b, y, size, DefaultAlignment))
+	assert.Empty(t, rt.misuses())
+}
+
+func TestExpandableSettledReuse(t *testing.T) {
+	sm := simDevice(t)
+	const size, extra = 4 * mib, 64 << 10
+	rt := newOrderingRuntime(t)
+	e := newTestExpandable(t, withVM{rt, sm}, ExpandableOptions{MaximumSize: 2*size + 2*mib})
+	a, err := sm.StreamCreate(cudart.StreamFlagDefault)
+	require.NoError(t, err)
+	b := newStream(t, sm)
+	x, err := e.Allocate(a, size, DefaultAlignment)
+	require.NoError(t, err)
+	w, err := e.Allocate(a, extra, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, sm.PauseStream(a))
+	defer sm.ResumeStream(a)
+	require.NoError(t, sm.MemsetAsync(x, 0xAA, size, a))
+	require.NoError(t, e.Deallocate(a, x, size, DefaultAlignment))
+
+	before := rt.counts()
+	onA := rt.recordsOnStream(a)
+	z, err := e.Allocate(b, size, DefaultAlignment)
+	require.NoError(t, err, "B maps more instead of waiting for A")
+	assert.NotEqual(t, x, z)
+	mid := rt.counts()
+	assert.Equal(t, before[2:], mid[2:], "no host synchronization")
+	assert.Equal(t, onA, rt.recordsOnStream(a), "B never records on A")
+
+	require.NoError(t, e.Deallocate(a, w, extra, DefaultAlignment))
+	assert.Equal(t, onA+1, rt.recordsOnStream(a), "A's next call records A's event")
+	require.NoError(t, rt.StreamDestroy(a))
+
+	before = rt.counts()
+	y, err := e.Allocate(b, size, DefaultAlignment)
+	require.NoError(t, err)
+	assert.Equal(t, x, y, "the block freed on A, now settled")
+	after := rt.counts()
+	assert.Equal(t, before[1]+1, after[1], "one wait on B")
+	assert.Equal(t, before[2:], after[2:], "no host synchronization")
+	require.NoError(t, sm.MemsetAsync(y, 0xBB, size, b))
+	require.NoError(t, sm.ResumeStream(a))
+	require.NoError(t, expect(sm, y, size, 0xBB, b), "B's fill ran after A's")
+	require.NoError(t, e.Deallocate(b, y, size, DefaultAlignment))
+	require.NoError(t, e.Deallocate(b, z, size, DefaultAlignment))
+	assert.Empty(t, rt.misuses())
+}
+
+// TestExpandableDestroyedStream: memory freed on a stream that is then
+// destroyed with its work queued is reused at the maximum only after a
+// device synchronization, which waits for that work; here the resource
+// gives the granules back and maps them again, and no queued fill ever
+// touches unmapped memory.
+func TestExpandableDestroyedStream(t *testing.T) {
+	sm := simDevice(t)
+	const size = 4 * mib
+	rt := newOrderingRuntime(t)
+	e := newTestExpandable(t, withVM{rt, sm}, ExpandableOptions{MaximumSize: size})
+	a, err := sm.StreamCreate(cudart.StreamFlagDefault)
+	require.NoError(t, err)
+	b := newStream(t, sm)
+	x, err := e.Allocate(a, size, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, sm.PauseStream(a))
+	defer sm.ResumeStream(a)
+	require.NoError(t, sm.MemsetAsync(x, 0xAA, size, a))
+	require.NoError(t, e.Deallocate(a, x, size, DefaultAlignment))
+	require.NoError(t, rt.StreamDestroy(a))
+	faults := len(sm.VirtualMemory().Faults)
+
+	before := rt.counts()
+	type result struct {
+		p   uintptr
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := e.Allocate(b, size, DefaultAlignment)
+		done <- result{p, err}
+	}()
+	select {
+	case res := <-done:
+		t.Fatalf("the allocation returned (%#x, %v) while the destroyed stream's work is pending", res.p, res.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.NoError(t, sm.ResumeStream(a))
+	res := <-done
+	require.NoError(t, res.err)
+	assert.Equal(t, x, res.p, "the same range, mapped again")
+	assert.Equal(t, before[2]+1, rt.counts()[2], "one device synchronization")
+	assert.Zero(t, rt.recordsOnStream(a))
+	assert.Len(t, sm.VirtualMemory().Faults, faults, "A's fill ran before the unmap")
+	require.NoError(t, sm.MemsetAsync(res.p, 0xBB, size, b))
+	require.NoError(t, expect(sm, res.p, size, 0xBB, b))
+	require.NoError(t, e.Deallocate(b, res.p, size, DefaultAlignment))
+	assert.Empty(t, rt.misuses())
+}
+
+// TestExpandableNoHostSync: the random workload over several streams,
+// cross-stream frees included, never synchronizes the host while the
+// resource can grow.
+func TestExpandableNoHostSync(t *testing.T) {
+	sm := simDevice(t)
+	rt := newOrderingRuntime(t)
+	e := newTestExpandable(t, withVM{rt, sm}, ExpandableOptions{MaximumSize: 512 * mib})
+	streams := []Stream{DefaultStream, newStream(t, rt), newStream(t, rt)}
+	before := rt.counts()
+	rng := rand.New(rand.NewPCG(3, 4))
+	_, err := randomWorkload(e, rng, raceScale(20000), 128<<10, streams, 97, e.UsedBytes)
+	require.NoError(t, err)
+	after := rt.counts()
+	assert.Equal(t, before[2:], after[2:], "no device or stream synchronization")
+	assert.Zero(t, e.UsedBytes())
+	t.Logf("%d event records and %d waits for %d operations; mapped %d MiB", after[0]-before[0], after[1]-before[1], raceScale(20000), e.PoolSize()>>20)
+}
+
+// TestExpandableConcurrent: 16 goroutines on their own streams or the
+// default one allocate, fill, check and free, while another gives free
+// granules back; no block is ever live twice and every pattern reads back
+// (run with -race).
+func TestExpandableConcurrent(t *testing.T) {
+	sm := simDevice(t)
+	e := newTestExpandable(t, sm, ExpandableOptions{MaximumSize: 256 * mib})
+	const goroutines = 16
+	live := &liveSet{m: map[uintptr]uintptr{}}
+	var wg sync.WaitGroup
+	errs := make([]error, goroutines)
+	steps := raceScale(400)
+	for g := 0; g < goroutines; g++ {
+		s := DefaultStream
+		if g%2 == 1 {
+			s = newStream(t, sm)
+		}
+		wg.Add(1)
+		go func(g int, s Stream) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 11))
+			var mine []span
+			for i := 0; i < steps; i++ {
+				if len(mine) > 0 && (rng.IntN(2) == 0 || len(mine) > 8) {
+					j := rng.IntN(len(mine))
+					b := mine[j]
+					live.remove(b.ptr)
+					if err := e.Deallocate(s, b.ptr, b.size, DefaultAlignment); err != nil {
+						errs[g] = err
+						return
+					}
+					mine = append(mine[:j], mine[j+1:]...)
+					continue
+				}
+				n := uintptr(rng.IntN(2*mib) + 1)
+				p, err := e.Allocate(s, n, DefaultAlignment)
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				if err := live.add(p, n); err != nil {
+					errs[g] = err
+					return
+				}
+				if err := fill(sm, p, min(n, 4096), byte(g), s); err != nil {
+					errs[g] = err
+					return
+				}
+				mine = append(mine, span{p, n, s})
+			}
+			for _, b := range mine {
+				live.remove(b.ptr)
+				if err := e.Deallocate(s, b.ptr, b.size, DefaultAlignment); err != nil {
+					errs[g] = err
+				}
+			}
+		}(g, s)
+	}
+	stop := make(chan struct{})
+	released := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				released <- nil
+				return
+			default:
+			}
+			if err := e.Release(); err != nil {
+				released <- err
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	require.NoError(t, <-released)
+	for g, err := range errs {
+		require.NoError(t, err, "goroutine %d", g)
+	}
+	assert.Zero(t, e.UsedBytes())
+	require.NoError(t, e.Release())
+	assert.Zero(t, e.PoolSize())
+	assert.Empty(t, sm.VirtualMemory().Faults)
+}
+
+func ExampleNewExpandable() {
+	e, err := NewExpandable(ExpandableOptions{MaximumSize: 512 << 20})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Close()
+	p, err := e.Allocate(DefaultStream, 3<<20, DefaultAlignment)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(e.UsedBytes(), e.PoolSize())
+	_ = e.Deallocate(DefaultStream, p, 3<<20, DefaultAlignment)
+	_ = e.Release()
+	fmt.Println(e.UsedBytes(), e.PoolSize())
+	// Output:
+	// 3145728 4194304
+	// 0 0
+}
+
+// TestExpandableMoreRanges: when live blocks leave no room in one piece
+// for a request that the maximum allows, the resource reserves another
+// address range rather than fail; Close frees them all.
+func TestExpandableMoreRanges(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 64 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{MaximumSize: 8 * mib, ReservedSize: 8 * mib})
+	var ps []uintptr
+	for i := 0; i < 4; i++ {
+		p, err := e.Allocate(DefaultStream, 2*mib, DefaultAlignment)
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	require.NoError(t, e.Deallocate(DefaultStream, ps[1], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, ps[3], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Release())
+	assert.EqualValues(t, 4*mib, e.PoolSize())
+	// 4 MiB: the maximum allows it, the first range has two 2 MiB holes.
+	q, err := e.Allocate(DefaultStream, 4*mib, DefaultAlignment)
+	require.NoError(t, err)
+	assert.EqualValues(t, 16*mib, e.ReservedSize(), "a second range")
+	assert.EqualValues(t, 8*mib, e.PoolSize())
+	fillAndCheck(t, s, q, 4*mib, 0x42, DefaultStream)
+	require.NoError(t, e.Deallocate(DefaultStream, q, 4*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, ps[0], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(DefaultStream, ps[2], 2*mib, DefaultAlignment))
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}
