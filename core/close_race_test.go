@@ -100,10 +100,11 @@ func (g *gateRuntime) EventDestroy(e cudart.Event) error {
 // arena reported out of memory, and frees reported invalid pointers.
 func TestSubAllocatorCloseRacingCalls(t *testing.T) {
 	const size = 4 << 10 // served by every maker (binning's bins go to 16 KiB)
-	for _, m := range makers {
+	for _, m := range raceMakers() {
 		for _, op := range []string{"allocate", "deallocate"} {
 			t.Run(m.name+"/"+op, func(t *testing.T) {
 				g := newGateRuntime(t)
+				free0 := deviceFree(t, g)
 				up := newCountingUpstream(t)
 				r := m.make(t, g, up)
 				s := newStream(t, g)
@@ -132,10 +133,44 @@ func TestSubAllocatorCloseRacingCalls(t *testing.T) {
 				err := <-done
 				requireIs(t, err, ErrClosed)
 				assert.Zero(t, up.liveBytes(), "every byte is back upstream")
+				assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
 				assert.Zero(t, g.events.Load(), "no event left")
 			})
 		}
 	}
+}
+
+// gateVMRuntime is a gateRuntime that offers virtual memory management too
+// (for the expandable resource).
+type gateVMRuntime struct {
+	*gateRuntime
+	cudart.VirtualMemory
+}
+
+// raceMakers are the sub-allocators of makers, and the expandable resource
+// (which has no upstream: the device's memory counts for it), made on g.
+func raceMakers() []struct {
+	name string
+	make func(t testing.TB, g *gateRuntime, up Resource) closer
+} {
+	type mk = struct {
+		name string
+		make func(t testing.TB, g *gateRuntime, up Resource) closer
+	}
+	var ms []mk
+	for _, m := range makers {
+		m := m
+		ms = append(ms, mk{m.name, func(t testing.TB, g *gateRuntime, up Resource) closer { return m.make(t, g, up) }})
+	}
+	return append(ms, mk{"expandable", func(t testing.TB, g *gateRuntime, _ Resource) closer {
+		vm, err := cudart.VirtualMemoryOf(g.Runtime)
+		if err != nil {
+			t.Skipf("expandable: %v", err)
+		}
+		e, err := newExpandable(&gateVMRuntime{g, vm}, ExpandableOptions{})
+		require.NoError(t, err)
+		return e
+	}})
 }
 
 // closer is a resource that can be closed.
@@ -199,15 +234,17 @@ func closeUnderLoad(t *testing.T, g *gateRuntime, r closer, round int) {
 // TestSubAllocatorCloseUnderLoad closes each sub-allocator under load
 // (closeUnderLoad): the upstream gets every byte back and no event is left.
 func TestSubAllocatorCloseUnderLoad(t *testing.T) {
-	for _, m := range makers {
+	for _, m := range raceMakers() {
 		t.Run(m.name, func(t *testing.T) {
 			g := newGateRuntime(t)
+			free0 := deviceFree(t, g)
 			for round := 0; round < raceScale(6); round++ {
 				up := newCountingUpstream(t)
 				closeUnderLoad(t, g, m.make(t, g, up), round)
 				require.Zero(t, up.liveBytes(), "round %d: every byte is back upstream", round)
 				require.Zero(t, g.events.Load(), "round %d: no event left", round)
 			}
+			assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
 		})
 	}
 }
