@@ -133,7 +133,7 @@ func TestSubAllocatorCloseRacingCalls(t *testing.T) {
 				err := <-done
 				requireIs(t, err, ErrClosed)
 				assert.Zero(t, up.liveBytes(), "every byte is back upstream")
-				assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
+				checkDeviceFree(t, g, free0)
 				assert.Zero(t, g.events.Load(), "no event left")
 			})
 		}
@@ -244,7 +244,7 @@ func TestSubAllocatorCloseUnderLoad(t *testing.T) {
 				require.Zero(t, up.liveBytes(), "round %d: every byte is back upstream", round)
 				require.Zero(t, g.events.Load(), "round %d: no event left", round)
 			}
-			assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
+			checkDeviceFree(t, g, free0)
 		})
 	}
 }
@@ -267,6 +267,17 @@ func newAsyncOwner(t *testing.T, name string, make func(r cudart.Runtime) (close
 	}
 	require.NoError(t, err)
 	return c
+}
+
+// checkDeviceFree asserts that the device's free memory is free0 again.
+// Only on the simulated device: on a GPU the driver's own allocations
+// (streams, events, pools) move cudaMemGetInfo; the stress program, which
+// warms those up first, checks device memory there.
+func checkDeviceFree(t *testing.T, r cudart.Runtime, free0 uint64) {
+	t.Helper()
+	if isSimulated(t) {
+		assert.Equal(t, free0, deviceFree(t, r), "the device has every byte back")
+	}
 }
 
 // deviceFree is the current device's free memory once the device is idle.
@@ -324,7 +335,7 @@ func TestAsyncCloseRacingAllocate(t *testing.T) {
 			_, err = r.Allocate(DefaultStream, 256, DefaultAlignment)
 			requireIs(t, err, ErrClosed)
 			if k.name == "cuda_async" { // managed memory is not device memory to MemGetInfo
-				assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
+				checkDeviceFree(t, g, free0)
 			}
 		})
 	}
@@ -341,7 +352,7 @@ func TestAsyncCloseUnderLoad(t *testing.T) {
 				closeUnderLoad(t, g, newAsyncOwner(t, k.name, k.make, g), round)
 			}
 			if k.name == "cuda_async" {
-				assert.Equal(t, free0, deviceFree(t, g), "the device has every byte back")
+				checkDeviceFree(t, g, free0)
 			}
 		})
 	}
