@@ -57,6 +57,8 @@ func TestStatusOf(t *testing.T) {
 		{"bare CUDA error", cudart.NewError("cudaEventRecord", cudart.ErrorIllegalAddress, ""), statusCUDA},
 		{"bad alloc", fmt.Errorf("x: %w", core.ErrBadAlloc), statusBadAlloc},
 		{"invalid handle", fmt.Errorf("x: %w", errInvalidHandle), statusInvalidHandle},
+		{"closed under the call", fmt.Errorf("x: %w", core.ErrClosed), statusInvalidHandle},
+		{"closed over out of memory", fmt.Errorf("x: %w: %w", core.ErrClosed, core.ErrOutOfMemory), statusInvalidHandle},
 		{"unknown, allocating", errors.New("what"), statusBadAlloc},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,11 +54,16 @@ var (
 // status. Order matters where an error wraps more than one: core wraps an
 // invalid device as both ErrInvalidArgument and cudart.ErrInvalidDevice,
 // and running out of device memory as both ErrOutOfMemory and ErrCUDA.
+//
+// A resource closed under a call is an invalid handle: its last handle was
+// released while the call was in progress (or Go code closed it), and a
+// call that began after the release would have found the handle gone.
 var statusMap = []struct {
 	err error
 	st  status
 }{
 	{errInvalidHandle, statusInvalidHandle},
+	{core.ErrClosed, statusInvalidHandle},
 	{errInternal, statusInternal},
 	{core.ErrOutOfMemory, statusOutOfMemory},
 	{core.ErrBadAlignment, statusBadAlignment},
@@ -71,7 +76,6 @@ var statusMap = []struct {
 	{core.ErrNotSupported, statusNotSupported},
 	{core.ErrOutOfRange, statusOutOfRange},
 	{core.ErrInvalidArgument, statusInvalidArgument},
-	{core.ErrClosed, statusInvalidArgument},
 	{core.ErrBadAlloc, statusBadAlloc},
 	{core.ErrCUDA, statusCUDA},
 }

@@ -19,9 +19,16 @@ import (
 // slot dangling. Getters hand out new references, making a non-owning
 // handle for resources the C side never saw (the initial cuda resource,
 // or one Go code set).
+//
+// A getter reads the table and takes its reference under heldMu (shared),
+// so that no setter can let go of the slot's reference in between: the
+// resource it read is then still held by the slot, and the reference it
+// hands out keeps it open. Without that, a reset could close the resource
+// between the read and the reference, and the getter would make a new
+// handle for a resource being closed.
 
 var (
-	heldMu sync.Mutex // serializes C setters, so that held matches the table
+	heldMu sync.RWMutex // C setters hold it, getters share it; held matches the table under it
 	held   = map[int]*entry{}
 )
 
@@ -33,11 +40,13 @@ func getPerDevice(fn string, dev int, out *C.rmm_resource_t) status {
 	if err := validDevice(dev); err != nil {
 		return fail(fn, err, statusInternal)
 	}
+	heldMu.RLock()
 	res, err := core.PerDeviceResource(dev)
-	if err != nil {
-		return fail(fn, err, statusInternal)
+	var e *entry
+	if err == nil {
+		e, err = reg.handleFor(res)
 	}
-	e, err := reg.handleFor(res)
+	heldMu.RUnlock()
 	if err != nil {
 		return fail(fn, err, statusInternal)
 	}

@@ -211,6 +211,13 @@ func (r *registry) releaseEntry(e *entry) error {
 
 // finalize frees e's slot after its last reference went, closes the
 // resource if the C API made it, and releases what e held.
+//
+// Calls that looked the handle up before the slot was freed may still be
+// inside the resource: the resources are safe to close under them (those
+// calls finish or fail with core.ErrClosed, which the C API reports as an
+// invalid handle). e stays the resource's entry in byRes until the close
+// returned, so that handleFor never makes a new handle for a resource
+// being closed.
 func (r *registry) finalize(e *entry) error {
 	// The thread caches let go of e's blocks before anything else.
 	tcRetire(e)
@@ -223,9 +230,6 @@ func (r *registry) finalize(e *entry) error {
 	}
 	r.gens[e.index] = g
 	r.free = append(r.free, e.index)
-	if comparable(e.res) {
-		r.byRes.CompareAndDelete(e.res, e)
-	}
 	r.mu.Unlock()
 
 	var err error
@@ -233,6 +237,11 @@ func (r *registry) finalize(e *entry) error {
 		if cerr := c.Close(); cerr != nil {
 			err = fmt.Errorf("closing the %s resource: %w", e.res.Kind(), cerr)
 		}
+	}
+	if comparable(e.res) {
+		r.mu.Lock()
+		r.byRes.CompareAndDelete(e.res, e)
+		r.mu.Unlock()
 	}
 	e.mu.Lock()
 	deps := e.deps
@@ -305,25 +314,44 @@ func (r *registry) addLocked(res core.Resource, owned bool, device int, deps []*
 // handleFor returns res's entry with a new reference, making a non-owning
 // entry for a resource the C side has not seen (the initial per-device
 // resource, or one Go code set). The same resource always gets the same
-// handle while it has one.
+// handle while it has one. A resource the C API made whose last handle was
+// released is being closed: it gets no new handle (errInvalidHandle).
 func (r *registry) handleFor(res core.Resource) (*entry, error) {
 	if res == nil {
 		return nil, fmt.Errorf("%w: no resource", core.ErrInvalidArgument)
 	}
 	cmp := comparable(res)
 	if cmp {
-		if v, ok := r.byRes.Load(res); ok && v.(*entry).tryRetain() {
-			return v.(*entry), nil
+		if e, found, err := r.retainFor(res); found {
+			return e, err
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cmp {
-		if v, ok := r.byRes.Load(res); ok && v.(*entry).tryRetain() {
-			return v.(*entry), nil
+		if e, found, err := r.retainFor(res); found {
+			return e, err
 		}
 	}
 	return r.addLocked(res, false, -1, nil)
+}
+
+// retainFor takes a new reference to res's entry. found is false when res
+// has none, or only a dying one that did not own res (a new one may be
+// made: the resource stays open).
+func (r *registry) retainFor(res core.Resource) (e *entry, found bool, err error) {
+	v, ok := r.byRes.Load(res)
+	if !ok {
+		return nil, false, nil
+	}
+	e = v.(*entry)
+	if e.tryRetain() {
+		return e, true, nil
+	}
+	if e.owned {
+		return nil, true, fmt.Errorf("%w: the %s resource's last handle %#x was released: it is being closed", errInvalidHandle, res.Kind(), e.handle)
+	}
+	return nil, false, nil
 }
 
 // addDep makes e hold a reference on d (taken by the caller) until e goes.

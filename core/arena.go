@@ -71,10 +71,12 @@ type ArenaOptions struct {
 // freeing stream's event covers it (made lazily on the default stream, or
 // during the freeing stream's next call, as in Pool: the freeing stream's
 // handle is never used after its own calls). When an allocation finds no
-// room, the Arena synchronizes
-// the device, takes back every queued free and every wholly free
-// superblock, and tries again; if that fails too it writes ArenaDumpFile
-// (with DumpLogOnFailure) and returns ErrOutOfMemory.
+// room, the Arena synchronizes the device, takes back every queued free
+// and every wholly free superblock, moves to the allocation's arena a
+// partly used superblock of another stream's arena that has room for it
+// (after the synchronization its free memory is idle for every stream),
+// and tries again; if that fails too it writes ArenaDumpFile (with
+// DumpLogOnFailure) and returns ErrOutOfMemory.
 //
 // Sizes are rounded up to 256 bytes; alignments above 256 are refused. An
 // Arena is safe for concurrent use.
@@ -484,7 +486,11 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		defer runtime.UnlockOSThread()
 	}
 	if size > smallLimit {
-		return a.allocateLarge(stream, size)
+		p, err := a.allocateLarge(stream, size)
+		if err != nil {
+			return 0, closedOr(&a.closed, kindArena, err)
+		}
+		return p, nil
 	}
 	u := int(size >> unitShift)
 	for {
@@ -502,7 +508,10 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		}
 		p, err = a.allocateSlow(stream, sl, l, u)
 		if err != streamorder.ErrRetry {
-			return p, err
+			if err != nil {
+				return 0, closedOr(&a.closed, kindArena, err)
+			}
+			return p, nil
 		}
 	}
 }
@@ -567,19 +576,26 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 			}
 			return p, nil
 		}
-		if !errors.Is(err, ErrOutOfMemory) || attempt > 0 {
+		if !errors.Is(err, ErrOutOfMemory) || attempt == maxReclaims {
 			return 0, a.failure(s, uintptr(u)<<unitShift, err)
 		}
 		// Any room in the stream's other shards costs no synchronization.
 		if p := a.steal(sl, l, u, false); p != 0 {
 			return p, nil
 		}
-		if err := a.reclaim(); err != nil {
-			return 0, err
+		progress, rerr := a.reclaim(l, u)
+		if rerr != nil {
+			return 0, rerr
 		}
 		// Memory freed on other streams into this stream's lists came
-		// back: look there first.
+		// back, or a superblock of another stream moved here: look there
+		// first. Another allocation's reclaim may have swept the list
+		// meanwhile (it held nothing): look the stream up again.
 		l.Mu.Lock()
+		if l.Retired {
+			l.Mu.Unlock()
+			return 0, streamorder.ErrRetry
+		}
 		p := l.allocLocal(u)
 		l.Mu.Unlock()
 		if p != 0 {
@@ -588,8 +604,16 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 		if p := a.steal(sl, l, u, false); p != 0 {
 			return p, nil
 		}
+		if !progress {
+			return 0, a.failure(s, uintptr(u)<<unitShift, err)
+		}
+		// Other allocations took first what reclaim freed: try again.
 	}
 }
+
+// maxReclaims bounds the reclaims one allocation makes while each frees
+// something that other allocations then take first.
+const maxReclaims = 4
 
 // steal serves u units from a superblock of the stream's list in another
 // shard than own, moving that superblock into own when it can (no memory
@@ -684,7 +708,7 @@ func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
 	if err == nil || !errors.Is(err, ErrOutOfMemory) {
 		return p, err
 	}
-	if err := a.reclaim(); err != nil {
+	if _, err := a.reclaim(nil, 0); err != nil {
 		return 0, err
 	}
 	p, err = a.global.Allocate(s, size)
@@ -696,8 +720,12 @@ func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
 
 // reclaim synchronizes the device, then takes back into every arena the
 // memory freed on other streams and returns every wholly free superblock
-// to the global arena.
-func (a *Arena) reclaim() error {
+// to the global arena. When own (the list of an allocation of u units
+// that found no room, or nil) is still in the engine and has no room for
+// u units, it moves to own the superblock of another list that has
+// (adopt). It reports whether an allocation may now succeed: it gave a
+// superblock back or moved one, or the global arena has room for one.
+func (a *Arena) reclaim(own *arenaList, u int) (progress bool, err error) {
 	a.reclaimMu.Lock()
 	defer a.reclaimMu.Unlock()
 	// Synchronize with every arena locked, so that no free is queued
@@ -707,7 +735,7 @@ func (a *Arena) reclaim() error {
 	ls := a.eng.LockAll()
 	if err := a.rt.DeviceSynchronize(); err != nil {
 		streamorder.UnlockAll(ls)
-		return cudaError(kindArena+": synchronizing to take memory back", err)
+		return false, cudaError(kindArena+": synchronizing to take memory back", err)
 	}
 	var give []*superblock
 	for _, l := range ls {
@@ -722,22 +750,87 @@ func (a *Arena) reclaim() error {
 			i++
 		}
 	}
-	// Streams left with nothing (their superblocks given back above) go.
-	a.eng.Sweep(ls, nil)
+	adopted := false
+	if own != nil && !own.hasRoom(u) {
+		for _, l := range ls {
+			if l == own { // locked, hence not retired
+				adopted = a.adopt(ls, own, u)
+				break
+			}
+		}
+	}
+	// Streams left with nothing (their superblocks given back above) go;
+	// own stays (its allocation is about to use it).
+	a.eng.Sweep(ls, own)
 	streamorder.UnlockAll(ls)
 	a.global.ApplySync(marks)
 	var errs []error
 	for _, sb := range give {
 		errs = append(errs, a.global.Deallocate(DefaultStream, sb.base, superblockSize))
 	}
-	return errors.Join(errs...)
+	// Memory freed into the global arena on other streams is ordered for
+	// every stream now (ApplySync): progress too.
+	return len(give) > 0 || adopted || a.global.FreeBytes() >= superblockSize, errors.Join(errs...)
+}
+
+// adopt moves to own the superblock of another list that has the most
+// free units among those with a free run of at least u units (false when
+// there is none). A superblock belongs to the list of the stream that took
+// it from the global arena until it is wholly free, and only that list
+// allocates from it: without adopt, the lists of streams that were
+// destroyed, or are idle, keep the free room of superblocks in which a few
+// blocks are still live, and an arena whose superblocks are all lent runs
+// out of memory with most of it free. Every list is locked (ls) and
+// drained, and the device was synchronized since anything was freed into
+// them, so their free units are idle for every stream. The superblock's
+// live blocks are then freed into own like its other blocks (from another
+// stream than own's, they queue).
+func (a *Arena) adopt(ls []*arenaList, own *arenaList, u int) bool {
+	var best *superblock
+	var from *arenaList
+	var bestRun int
+	for _, l := range ls {
+		if l == own {
+			continue
+		}
+		for j, sb := range l.sbs {
+			if int(l.runs[j]) < u || (best != nil && sb.free <= best.free) || sb.hasPending() {
+				continue
+			}
+			run := sb.largestRun()
+			l.runs[j] = int32(run) // runs[j] is a bound; make it exact
+			if run >= u {
+				best, from, bestRun = sb, l, run
+			}
+		}
+	}
+	if best == nil {
+		return false
+	}
+	from.detach(best)
+	own.attach(best, int32(bestRun))
+	return true
+}
+
+// hasRoom reports whether one of l's superblocks has a free run of u
+// units, making the hints it looks at exact. l.mu is held.
+func (l *arenaList) hasRoom(u int) bool {
+	for j, sb := range l.sbs {
+		if int(l.runs[j]) >= u {
+			l.runs[j] = int32(sb.largestRun())
+			if int(l.runs[j]) >= u {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // failure reports an allocation the arena cannot serve, writing the dump
-// when asked to.
+// when asked to (not when it failed because the arena was closed meanwhile).
 func (a *Arena) failure(s Stream, size uintptr, cause error) error {
-	if !errors.Is(cause, ErrOutOfMemory) {
-		return cause
+	if !errors.Is(cause, ErrOutOfMemory) || a.closed.Load() {
+		return closedOr(&a.closed, kindArena, cause)
 	}
 	if a.dump {
 		a.writeDump(s, size)
@@ -766,7 +859,7 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		defer runtime.UnlockOSThread()
 	}
 	if size > smallLimit {
-		return a.global.Deallocate(stream, ptr, size)
+		return closedOr(&a.closed, kindArena, a.global.Deallocate(stream, ptr, size))
 	}
 	sl, err := a.eng.Lookup(stream)
 	if err != nil {
@@ -774,13 +867,13 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	}
 	sb := a.superblockAt(ptr)
 	if sb == nil || ptr&(DefaultAlignment-1) != 0 {
-		return fmt.Errorf("%s: %w: %#x", kindArena, ErrInvalidPointer, ptr)
+		return closedOr(&a.closed, kindArena, fmt.Errorf("%s: %w: %#x", kindArena, ErrInvalidPointer, ptr))
 	}
 	i, u := int(ptr-sb.base)>>unitShift, int(size>>unitShift)
 	for {
 		l := sb.owner.Load()
 		if l == nil {
-			return fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr)
+			return closedOr(&a.closed, kindArena, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr))
 		}
 		if l.St == sl.St {
 			l.Mu.Lock()
@@ -809,7 +902,7 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 			l.Mu.Unlock()
 			a.eng.MaybeSettle(sl, stream)
 			if give {
-				return a.global.Deallocate(stream, sb.base, superblockSize)
+				return closedOr(&a.closed, kindArena, a.global.Deallocate(stream, sb.base, superblockSize))
 			}
 			return nil
 		}
@@ -837,6 +930,9 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 }
 
 func (a *Arena) badFree(ptr, size uintptr) error {
+	if a.closed.Load() {
+		return errClosed(kindArena)
+	}
 	return fmt.Errorf("%s: %w: %#x is not a live allocation of %d bytes (deallocated already, or another size?)", kindArena, ErrInvalidPointer, ptr, size)
 }
 
@@ -874,7 +970,7 @@ func (a *Arena) ArenaSize() uintptr { return a.size }
 
 // Close returns the global arena to the upstream (after synchronizing the
 // device) and releases the events. Later calls fail with ErrClosed; closing
-// again does nothing.
+// again does nothing. Calls racing Close finish, or fail with ErrClosed.
 func (a *Arena) Close() error {
 	a.closeMu.Lock()
 	defer a.closeMu.Unlock()

@@ -378,7 +378,8 @@ func TestArenaSweepKeepsStreamsWithQueuedFrees(t *testing.T) {
 	q, err := a.Allocate(freer, 100<<10, 256)
 	require.NoError(t, err)
 	require.NoError(t, a.Deallocate(freer, q, 100<<10, 256))
-	require.NoError(t, a.reclaim())
+	_, err = a.reclaim(nil, 0)
+	require.NoError(t, err)
 	require.NoError(t, a.Deallocate(freer, p, 100<<10, 256)) // queued in owner's list
 	sl, err := a.eng.Lookup(freer)
 	require.NoError(t, err)

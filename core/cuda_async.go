@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/rmmgo/rmmgo/core/internal/inflight"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -35,8 +36,9 @@ const knownHandleTypes = cudart.MemHandleTypePosixFileDescriptor | cudart.MemHan
 //
 // The memory is device accessible. Allocate and Deallocate are stream
 // ordered on the given stream. The pool keeps freed memory for reuse up to
-// the release threshold. Close destroys the pool; CudaAsync equals only
-// itself and views of its pool.
+// the release threshold. Close destroys the pool, giving back the blocks
+// still outstanding first; CudaAsync equals only itself and views of its
+// pool.
 type CudaAsync struct {
 	ownedPool
 }
@@ -119,18 +121,19 @@ func (c *CudaAsync) PoolHandle() cudart.MemPool { return c.asyncPool() }
 // Allocate returns bytes from the pool, usable in stream order on stream.
 // After Close it fails with an error wrapping ErrClosed.
 func (c *CudaAsync) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocate(&c.base, kindCudaAsync, c.asyncPool(), stream, bytes, alignment)
+	return c.allocate(kindCudaAsync, stream, bytes, alignment, false)
 }
 
-// Deallocate gives ptr back to the pool in stream order on stream. Memory
-// allocated before Close may still be deallocated after it.
+// Deallocate gives ptr back to the pool in stream order on stream. After
+// Close (which gave back every block still outstanding) it fails with an
+// error wrapping ErrClosed.
 func (c *CudaAsync) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(c.rt, kindCudaAsync, stream, ptr)
+	return c.deallocate(kindCudaAsync, stream, ptr)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (c *CudaAsync) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocateSync(&c.base, kindCudaAsync, c.asyncPool(), bytes, alignment)
+	return c.allocate(kindCudaAsync, DefaultStream, bytes, alignment, true)
 }
 
 // DeallocateSync deallocates on the default stream.
@@ -152,16 +155,22 @@ func (c *CudaAsync) Equal(other Resource) bool {
 // Kind returns "cuda_async".
 func (c *CudaAsync) Kind() string { return kindCudaAsync }
 
-// Close destroys the pool. It is idempotent. Allocate fails with ErrClosed
-// afterwards; memory still outstanding stays valid until deallocated (CUDA
-// releases a destroyed pool's memory once all of it is freed). Close must
-// not run concurrently with Allocate.
+// Close waits for the calls in flight on c, gives back the blocks c handed
+// out that are still outstanding (after synchronizing the device: queued
+// work may still use them), and destroys the pool. Calls racing Close
+// finish, or fail with ErrClosed; later calls fail with ErrClosed. Blocks
+// views of the pool handed out stay valid until the views free them (CUDA
+// keeps a destroyed pool's memory until then). Closing again does nothing.
 func (c *CudaAsync) Close() error { return c.close(kindCudaAsync) }
 
 // ownedPool is the state of a resource that owns a CUDA memory pool.
 type ownedPool struct {
 	base
 	pool atomic.Uintptr // the cudart.MemPool; 0 once closed
+	// calls counts the calls inside the resource: Close waits for them
+	// before it destroys the pool they use (per-P counters: no shared
+	// atomic per call).
+	calls inflight.Gate
 }
 
 func (o *ownedPool) asyncPool() cudart.MemPool { return cudart.MemPool(o.pool.Load()) }
@@ -205,14 +214,72 @@ func (o *ownedPool) prime(kind string, size uintptr) error {
 	return nil
 }
 
-// close destroys the pool once.
+// allocate is Allocate (AllocateSync with sync set) of the kinds that own
+// their pool: counted in, so that Close waits for it, and recorded in
+// asyncBlocks, so that Close gives the block back if nobody else does.
+func (o *ownedPool) allocate(kind string, stream Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
+	if !requestOK(bytes, alignment) {
+		return 0, rejectRequest(kind, bytes, alignment) // zero bytes need no pool, even after Close
+	}
+	t, ok := o.calls.Enter()
+	if !ok {
+		return 0, errClosed(kind)
+	}
+	defer o.calls.Exit(t)
+	pool := o.asyncPool()
+	var p uintptr
+	var err error
+	if sync {
+		p, err = poolAllocateSync(&o.base, kind, pool, bytes, alignment)
+	} else {
+		p, err = poolAllocate(&o.base, kind, pool, stream, bytes, alignment)
+	}
+	if err == nil && p != 0 {
+		asyncBlocks.add(p, pool)
+	}
+	return p, err
+}
+
+// deallocate is Deallocate of the kinds that own their pool, counted in
+// like allocate. After Close it fails with ErrClosed: Close gave every
+// block back.
+func (o *ownedPool) deallocate(kind string, stream Stream, ptr uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	t, ok := o.calls.Enter()
+	if !ok {
+		return errClosed(kind)
+	}
+	defer o.calls.Exit(t)
+	return poolDeallocate(o.rt, kind, stream, ptr)
+}
+
+// close destroys the pool once: it lets no new call in and waits for those
+// in flight, then frees the blocks the resource handed out that nobody
+// freed (after a device synchronization, as a sub-allocator's Close does:
+// work queued on them may still run), then destroys the pool.
 func (o *ownedPool) close(kind string) error {
+	if !o.calls.Close() {
+		return nil
+	}
 	pool := cudart.MemPool(o.pool.Swap(0))
 	if pool == 0 {
 		return nil
 	}
-	if err := o.rt.MemPoolDestroy(pool); err != nil {
-		return cudaError(kind+": destroying the memory pool", err)
+	var errs []error
+	if live := asyncBlocks.takePool(pool); len(live) > 0 {
+		if err := o.rt.DeviceSynchronize(); err != nil {
+			errs = append(errs, cudaError(kind+": synchronizing before freeing the blocks still outstanding", err))
+		}
+		for _, p := range live {
+			if err := o.rt.FreeAsync(p, DefaultStream); err != nil {
+				errs = append(errs, freeError(kind, p, err))
+			}
+		}
 	}
-	return nil
+	if err := o.rt.MemPoolDestroy(pool); err != nil {
+		errs = append(errs, cudaError(kind+": destroying the memory pool", err))
+	}
+	return errors.Join(errs...)
 }

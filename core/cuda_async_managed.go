@@ -88,18 +88,19 @@ func (m *CudaAsyncManaged) PoolHandle() cudart.MemPool { return m.asyncPool() }
 // Allocate returns bytes of managed memory from the pool, usable in stream
 // order on stream. After Close it fails with an error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocate(&m.base, kindCudaAsyncManaged, m.asyncPool(), stream, bytes, alignment)
+	return m.allocate(kindCudaAsyncManaged, stream, bytes, alignment, false)
 }
 
-// Deallocate gives ptr back to the pool in stream order on stream. Memory
-// allocated before Close may still be deallocated after it.
+// Deallocate gives ptr back to the pool in stream order on stream. After
+// Close (which gave back every block still outstanding) it fails with an
+// error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(m.rt, kindCudaAsyncManaged, stream, ptr)
+	return m.deallocate(kindCudaAsyncManaged, stream, ptr)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (m *CudaAsyncManaged) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocateSync(&m.base, kindCudaAsyncManaged, m.asyncPool(), bytes, alignment)
+	return m.allocate(kindCudaAsyncManaged, DefaultStream, bytes, alignment, true)
 }
 
 // DeallocateSync deallocates on the default stream.
@@ -121,7 +122,7 @@ func (m *CudaAsyncManaged) Equal(other Resource) bool {
 // Kind returns "cuda_async_managed".
 func (m *CudaAsyncManaged) Kind() string { return kindCudaAsyncManaged }
 
-// Close destroys the pool. It is idempotent. Allocate fails with ErrClosed
-// afterwards; memory still outstanding stays valid until deallocated. Close
-// must not run concurrently with Allocate.
+// Close waits for the calls in flight, gives back the blocks still
+// outstanding and destroys the pool, as CudaAsync's Close does. It is
+// idempotent; calls racing it finish or fail with ErrClosed.
 func (m *CudaAsyncManaged) Close() error { return m.close(kindCudaAsyncManaged) }

@@ -59,6 +59,6 @@ func TestCudaAsyncManaged(t *testing.T) {
 	assert.Zero(t, m.PoolHandle())
 	_, err = m.Allocate(s, 256, DefaultAlignment)
 	requireIs(t, err, ErrClosed)
-	require.NoError(t, m.Deallocate(s, p, 1<<20, DefaultAlignment), "memory from before Close")
+	requireIs(t, m.Deallocate(s, p, 1<<20, DefaultAlignment), ErrClosed, "Close gave back the memory from before it")
 	require.NoError(t, r.StreamSynchronize(s))
 }

@@ -147,8 +147,10 @@ func TestCudaAsyncClose(t *testing.T) {
 	assert.NoError(t, err, "zero bytes need no pool")
 	assert.Zero(t, q)
 
-	// Memory from before Close can still be given back.
-	require.NoError(t, c.Deallocate(s, p, 1<<20, DefaultAlignment))
+	// Close gave back the block still outstanding: freeing it again is
+	// refused, and never reaches CUDA.
+	requireIs(t, c.Deallocate(s, p, 1<<20, DefaultAlignment), ErrClosed)
+	assert.False(t, asyncBlocks.has(p))
 	require.NoError(t, r.StreamSynchronize(s))
 
 	assert.True(t, c.Equal(c))

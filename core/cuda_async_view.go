@@ -138,12 +138,18 @@ func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignmen
 	return p, nil
 }
 
-// poolDeallocate is Deallocate for the pool-based resources.
+// poolDeallocate is Deallocate for the pool-based resources. It takes the
+// block out of asyncBlocks (where its pool's owner recorded it), putting
+// the record back if the free fails.
 func poolDeallocate(r cudart.Runtime, kind string, stream Stream, ptr uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
+	pool, recorded := asyncBlocks.take(ptr)
 	if err := r.FreeAsync(ptr, stream); err != nil {
+		if recorded {
+			asyncBlocks.add(ptr, pool)
+		}
 		return freeError(kind, ptr, err)
 	}
 	return nil

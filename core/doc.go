@@ -121,8 +121,25 @@
 // coalescing block heap of Pool, Expandable and Arena's global arena (with
 // the pool's magazines, and Expandable's holes), core/internal/streamorder the stream-ordered free
 // lists that Pool, FixedSize and Arena share (stream ids, event records
-// and waits, shards per P), and core/internal/addr, errs and relaxed hold
-// the address arithmetic, the sentinel errors and the relaxed shared words.
+// and waits, shards per P), core/internal/inflight the per-P count of
+// calls in flight that CudaAsync's Close waits for, and core/internal/addr,
+// errs and relaxed hold the address arithmetic, the sentinel errors and
+// the relaxed shared words. async_blocks.go records the blocks CudaAsync
+// and CudaAsyncManaged hand out, for their Close.
+//
+// # Closing
+//
+// The sub-allocators and the pool-owning kinds are io.Closers. Close may run
+// while other goroutines are inside calls on the resource (the C API closes
+// a resource when its last handle goes, whatever other threads are doing):
+// those calls finish, or fail with an error wrapping ErrClosed, and every
+// byte goes back upstream, blocks still allocated included (they must not
+// be used after Close). Calls made after Close returned fail with ErrClosed.
+// Sub-allocators get this at no cost per call: their heaps never grow once
+// closed (checked under the growth lock), and a call that fails once the
+// resource is closed reports ErrClosed. CudaAsync and CudaAsyncManaged wait
+// for the calls in flight (counted per P) before they free what is
+// outstanding and destroy their CUDA pool.
 //
 // # Backends
 //

@@ -266,10 +266,10 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 		gen := e.gen.Load()
 		p, err := e.h.Allocate(stream, size)
 		if err == nil || !heap.IsNoRoom(err) {
-			return p, err
+			return p, closedOr(&e.closed, kindExpandable, err)
 		}
 		if p, err = e.grow(stream, size, gen, attempt, &reclaimed); p != 0 || err != nil {
-			return p, err
+			return p, closedOr(&e.closed, kindExpandable, err)
 		}
 	}
 }
@@ -491,7 +491,7 @@ func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) er
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	return e.h.Deallocate(stream, ptr, size)
+	return closedOr(&e.closed, kindExpandable, e.h.Deallocate(stream, ptr, size))
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.

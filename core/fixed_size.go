@@ -530,7 +530,10 @@ func (f *FixedSize) allocateList(stream Stream) (uintptr, error) {
 			return f.publish(b)
 		}
 		if p, err := f.allocateSlow(stream, sl, l); err != streamorder.ErrRetry {
-			return p, err
+			if err != nil {
+				return 0, closedOr(&f.closed, kindFixedSize, err)
+			}
+			return p, nil
 		}
 	}
 }
@@ -688,7 +691,12 @@ func (f *FixedSize) deallocate(stream Stream, ptr uintptr) error {
 	return f.putFreed(stream, sl, c, i)
 }
 
+// errNotLive is the error of freeing ptr, which is not a live block (or
+// ErrClosed, the resource being closed meanwhile).
 func (f *FixedSize) errNotLive(ptr uintptr) error {
+	if f.closed.Load() {
+		return errClosed(kindFixedSize)
+	}
 	return fmt.Errorf("%s: %w: %#x is not a live block of this resource (deallocated already?)", kindFixedSize, ErrInvalidPointer, ptr)
 }
 
@@ -767,7 +775,8 @@ func (f *FixedSize) Device() int { return f.dev }
 
 // Close returns every chunk to the upstream (after synchronizing the
 // device) and releases the events. Later calls fail with ErrClosed; closing
-// again does nothing.
+// again does nothing. Calls racing Close finish, or fail with ErrClosed;
+// no chunk is fetched once it began.
 func (f *FixedSize) Close() error {
 	f.closeMu.Lock()
 	defer f.closeMu.Unlock()

@@ -202,7 +202,11 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	return p.h.Allocate(stream, size)
+	ptr, err := p.h.Allocate(stream, size)
+	if err != nil {
+		return 0, closedOr(&p.closed, kindPool, err)
+	}
+	return ptr, nil
 }
 
 // Deallocate returns memory to the pool, in stream order on stream: work
@@ -228,7 +232,7 @@ func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	return p.h.Deallocate(stream, ptr, size)
+	return closedOr(&p.closed, kindPool, p.h.Deallocate(stream, ptr, size))
 }
 
 // AllocateSync allocates on the default stream and synchronizes it, so the
@@ -316,7 +320,9 @@ func (p *Pool) giveBack(cs []heap.Span) error {
 
 // Close returns every chunk to the upstream (allocations still live
 // included) and releases the pool's events. Later calls fail with
-// ErrClosed; closing again does nothing.
+// ErrClosed; closing again does nothing. Calls racing Close finish, or fail
+// with ErrClosed; the pool never grows once closed, so nothing they do
+// keeps memory from the upstream.
 func (p *Pool) Close() error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
@@ -328,3 +334,17 @@ func (p *Pool) Close() error {
 }
 
 func errClosed(kind string) error { return fmt.Errorf("%s: %w", kind, ErrClosed) }
+
+// closedOr is the error of a sub-allocator's call that failed with err:
+// once the resource is closed, ErrClosed whatever err was. A call racing
+// Close finds the memory given back and the lists emptied under it, and
+// fails for that reason only (its caller sees the close, not an invalid
+// pointer or an out-of-memory). Memory it took before failing went back
+// with the rest: Close gives back every chunk, and the heaps never grow
+// once closed.
+func closedOr(closed *atomic.Bool, kind string, err error) error {
+	if err != nil && closed.Load() {
+		return errClosed(kind)
+	}
+	return err
+}

@@ -312,7 +312,11 @@ rmm_status rmm_resource_retain(rmm_resource_t mr);
 /* Give back one reference. When the last one goes, the resource is closed
  * (a pool returns its memory upstream, a log is flushed and closed) and then
  * lets go of its upstream. Releasing more often than retaining is answered
- * with RMM_ERROR_INVALID_HANDLE. */
+ * with RMM_ERROR_INVALID_HANDLE. Calls other threads are making on the
+ * handle as its last reference goes finish, or fail with
+ * RMM_ERROR_INVALID_HANDLE; the memory a sub-allocator or cuda_async
+ * resource holds goes back when it closes, blocks still allocated from it
+ * included (do not use them after the release). */
 rmm_status rmm_resource_release(rmm_resource_t mr);
 
 /* Allocate `bytes` aligned to `alignment` (a power of two; 256 is the usual)

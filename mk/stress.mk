@@ -13,27 +13,26 @@
 # once its fix lands, so that the bug fails the suite again:
 #   churn-hoard                 issue 15: new threads' caches make the pool
 #                               grow to 12-60x the bytes live
-#   release-leak:pool           issue 15: the pool loses device memory when its
-#                               last handle is released while threads allocate
-#   release-leak:cuda_async     found by this program: blocks allocated by a
-#                               call racing the release are never freed (the
-#                               CUDA pool is destroyed under them)
-#   release-status:KIND         issue 15 (the C API holds no reference for the
-#                               length of a call): a call racing the release
-#                               fails with "resource closed", out of memory or
-#                               a CUDA error instead of RMM_ERROR_INVALID_HANDLE
-#   current-closed              found by this program: rmm_get_current_device_
-#                               resource can hand out a reference to a resource
-#                               a concurrent reset is closing
-#   streams-oom:arena           found by this program: the arena runs out of
+#   streams-oom:arena           found by this program: the arena ran out of
 #                               memory with 32 MiB live of 256 MiB once a few
-#                               hundred streams were destroyed
+#                               hundred streams were destroyed. The arena's
+#                               part is fixed (superblocks of other streams are
+#                               reused; core's TestArenaTakesRoomFromOther-
+#                               StreamsSuperblocks); it still shows in about 1
+#                               full run in 10 on the simulated device while the
+#                               thread caches park most of the arena (256
+#                               superblocks lent, 40 MiB free, at most 32 MiB
+#                               live): remove it once their bound holds
+# Fixed, and failing the suite if they come back: release-leak:KIND,
+# release-status:KIND (a call racing the release finishes or fails with
+# RMM_ERROR_INVALID_HANDLE, and every byte goes back upstream) and
+# current-closed.
 STRESS            := $(BUILD)/rmmgo_stress
-STRESS_KNOWN_BUGS ?= churn-hoard,release-leak:pool,release-leak:cuda_async,release-status:pool,release-status:arena,release-status:fixed_size,release-status:binning,release-status:cuda_async,release-status:cuda_async_managed,current-closed,streams-oom:arena
+STRESS_KNOWN_BUGS ?= churn-hoard,streams-oom:arena
 STRESS_SHORT_ARGS ?= --rounds 3 --churn-steps 500 --threads 4
-# Under compute-sanitizer (the GPU bundle), leave out the kinds whose known
-# leaks its leak check would count.
-STRESS_SANITIZER_ARGS ?= $(STRESS_SHORT_ARGS) --kinds all,-pool,-cuda_async
+# Under compute-sanitizer (the GPU bundle): every kind (the release leaks
+# its leak check would have counted are fixed).
+STRESS_SANITIZER_ARGS ?= $(STRESS_SHORT_ARGS)
 
 .PHONY: stress test-stress stress-bundle-files
 

@@ -129,6 +129,7 @@ static const kind_spec kinds[] = {
     {"cuda_async_managed", RMM_RESOURCE_CUDA_ASYNC_MANAGED, false, RECLAIM_TWIN},
     {"callback", RMM_RESOURCE_CALLBACK, true, RECLAIM_UPSTREAM},
     {"pool", RMM_RESOURCE_POOL, true, RECLAIM_NONE},
+    {"expandable", RMM_RESOURCE_EXPANDABLE, false, RECLAIM_NONE},
     {"arena", RMM_RESOURCE_ARENA, true, RECLAIM_NONE},
     {"fixed_size", RMM_RESOURCE_FIXED_SIZE, true, RECLAIM_NONE},
     {"binning", RMM_RESOURCE_BINNING, true, RECLAIM_UPSTREAM}, /* its large blocks come from the upstream */
@@ -714,7 +715,8 @@ static rmm_status make_kind(const kind_spec* k, chain* c) {
   }
   bool plain = k->kind == RMM_RESOURCE_CUDA || k->kind == RMM_RESOURCE_MANAGED ||
                k->kind == RMM_RESOURCE_PINNED_HOST || k->kind == RMM_RESOURCE_SYSTEM ||
-               k->kind == RMM_RESOURCE_CUDA_ASYNC || k->kind == RMM_RESOURCE_CUDA_ASYNC_MANAGED;
+               k->kind == RMM_RESOURCE_CUDA_ASYNC || k->kind == RMM_RESOURCE_CUDA_ASYNC_MANAGED ||
+               k->kind == RMM_RESOURCE_EXPANDABLE;
   if ((st = rmm_resource_create(k->kind, plain ? NULL : &o, &c->mr)) != RMM_SUCCESS) return st;
   if (k->reclaim == RECLAIM_TWIN) {
     int equal = 0;

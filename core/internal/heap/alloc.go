@@ -128,9 +128,16 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			}
 		}
 		if h.grow == nil {
+			if h.closed.Load() {
+				return 0, h.errClosed()
+			}
 			return 0, errNoRoom
 		}
 		h.growMu.Lock()
+		if h.closed.Load() {
+			h.growMu.Unlock()
+			return 0, h.errClosed()
+		}
 		if h.gen.Load() != gen {
 			h.growMu.Unlock()
 			continue // another allocation grew the heap meanwhile: look again

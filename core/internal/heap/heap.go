@@ -1,9 +1,11 @@
 package heap
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"github.com/rmmgo/rmmgo/core/internal/errs"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -36,6 +38,10 @@ type Heap struct {
 
 	growMu   sync.Mutex // one growth at a time
 	defragMu sync.Mutex // one defragmentation at a time
+	// closed: ReleaseChunks(true) took every chunk out. Set under growMu
+	// and checked there before growing, so that an allocation racing it
+	// never adds a chunk nobody would give back.
+	closed atomic.Bool
 
 	holes holeSet // address space holding no memory (expand.go)
 }
@@ -93,5 +99,12 @@ func (h *Heap) ApplySync(ms SyncMarks) { h.eng.ApplySync(ms) }
 // before the call is free for every stream.
 func (h *Heap) Synchronize() error { return h.eng.Synchronize() }
 
-// Close releases the streams' events. The heap is unused from then on.
+// Close releases the streams' events, after ReleaseChunks(true). Calls
+// racing it fail with errs.Closed where they need an event.
 func (h *Heap) Close() error { return h.eng.Close() }
+
+// Closed reports whether ReleaseChunks(true) ran.
+func (h *Heap) Closed() bool { return h.closed.Load() }
+
+// errClosed is the error of a call that needs memory of a closed heap.
+func (h *Heap) errClosed() error { return fmt.Errorf("%s: %w", h.kind, errs.Closed) }

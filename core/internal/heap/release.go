@@ -11,9 +11,16 @@ type Span struct{ Base, Size uintptr }
 // (every chunk when all is set, live allocations or not) and returns them.
 // The caller synchronizes the device before it hands them back: memory
 // freed in stream order may still be in use by queued work.
+//
+// With all set the heap is closed for good: calls racing it, or made
+// later, fail with errs.Closed where they would need memory, and it never
+// grows again.
 func (h *Heap) ReleaseChunks(all bool) []Span {
 	h.growMu.Lock()
 	defer h.growMu.Unlock()
+	if all {
+		h.closed.Store(true)
+	}
 	ls := h.eng.LockAll()
 	defer streamorder.UnlockAll(ls)
 	byID := make(map[int32]*freeList, len(ls))

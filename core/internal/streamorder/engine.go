@@ -47,6 +47,11 @@ type Engine[T any, PT ListPtr[T]] struct {
 	table atomic.Pointer[table[T]]
 	lists atomic.Pointer[[]PT] // every list, in id order
 
+	// closed: Close ran. Events are made, recorded and waited on only under
+	// their stream's State.mu, where this is checked, so no call racing
+	// Close touches an event Close destroyed, or makes one it would miss.
+	closed atomic.Bool
+
 	mu     sync.Mutex // serializes changes to table and lists
 	nextID int32
 	states int // streams in table, for the clean-up policy
@@ -299,9 +304,11 @@ func (e *Engine[T, PT]) forget(st *State) {
 	e.table.Load().each(func(sl *Lists[T]) { visit(sl.St) })
 }
 
-// Close destroys the streams' events. Every list must be locked or the
-// resource otherwise unused.
+// Close destroys the streams' events. Calls racing it may go on using the
+// lists; from then on a record or a wait fails with errs.Closed, and no
+// event is made.
 func (e *Engine[T, PT]) Close() error {
+	e.closed.Store(true)
 	var first error
 	destroy := func(st *State) {
 		st.mu.Lock()

@@ -304,3 +304,29 @@ func TestNoteFreed(t *testing.T) {
 		assert.Equal(t, c.want, got, "resource of %d bytes, frees of %d", c.size, c.n)
 	}
 }
+
+// TestCloseStopsEvents: calls racing Close (a resource's Close does not wait
+// for them) find the events destroyed: a record or a wait fails with
+// errs.Closed, never touching a destroyed event, and no event is made that
+// nobody would destroy.
+func TestCloseStopsEvents(t *testing.T) {
+	e := newTestEngine(t, 1)
+	a, b := e.rt.NewStream(), e.rt.NewStream()
+	al, aseq := e.freeOn(t, a)
+	_, err := e.Record(al.St, a)
+	require.NoError(t, err)
+	bl, err := e.Lookup(b)
+	require.NoError(t, err)
+	def, dseq := e.freeOn(t, cudart.DefaultStream)
+	require.NoError(t, e.Close())
+	require.Zero(t, e.rt.LiveEvents())
+
+	_, err = e.Record(al.St, a)
+	assert.ErrorIs(t, err, errs.Closed)
+	assert.ErrorIs(t, e.OrderAfter(b, bl.St, al.St, aseq), errs.Closed, "a's event was recorded, then destroyed")
+	assert.ErrorIs(t, e.OrderAfter(b, bl.St, def.St, dseq), errs.Closed, "it would record on the default stream")
+	e.Want(al.St)
+	e.MaybeSettle(al, a)
+	assert.Zero(t, e.rt.LiveEvents(), "no event is made after Close")
+	assert.Empty(t, e.rt.Misuses())
+}

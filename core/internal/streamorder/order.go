@@ -10,8 +10,12 @@ import (
 // recordLocked records st's event on s, which names st and is alive (the
 // caller's stream during its call, or the legacy default stream), and
 // returns the new recorded mark: every block freed on st so far has a
-// smaller sequence number. st.mu is held.
+// smaller sequence number. st.mu is held. After Close it fails with
+// errs.Closed.
 func (e *Engine[T, PT]) recordLocked(st *State, s cudart.Stream) (uint64, error) {
+	if e.closed.Load() {
+		return 0, e.errClosed()
+	}
 	if st.event == 0 {
 		ev, err := e.rt.EventCreate(cudart.EventFlagDisableTiming)
 		if err != nil {
@@ -195,6 +199,10 @@ func (e *Engine[T, PT]) OrderAfter(ws cudart.Stream, w, o *State, seq uint64) er
 		return nil
 	}
 	o.mu.Lock()
+	if e.closed.Load() {
+		o.mu.Unlock()
+		return e.errClosed() // o's event is destroyed, or about to be
+	}
 	r := o.recorded.Load()
 	if r <= seq {
 		if !o.Durable() {
@@ -228,3 +236,6 @@ func (e *Engine[T, PT]) OrderAfter(ws cudart.Stream, w, o *State, seq uint64) er
 	w.mu.Unlock()
 	return nil
 }
+
+// errClosed is the error of a record or a wait after Close.
+func (e *Engine[T, PT]) errClosed() error { return fmt.Errorf("%s: %w", e.kind, errs.Closed) }
