@@ -125,7 +125,7 @@ func (c *CudaAsync) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 // Deallocate gives ptr back to the pool in stream order on stream. Memory
 // allocated before Close may still be deallocated after it.
 func (c *CudaAsync) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(c.rt, kindCudaAsync, stream, ptr)
+	return poolDeallocate(c.rt, kindCudaAsync, c.handle, stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
@@ -161,7 +161,8 @@ func (c *CudaAsync) Close() error { return c.close(kindCudaAsync) }
 // ownedPool is the state of a resource that owns a CUDA memory pool.
 type ownedPool struct {
 	base
-	pool atomic.Uintptr // the cudart.MemPool; 0 once closed
+	pool   atomic.Uintptr // the cudart.MemPool; 0 once closed
+	handle cudart.MemPool // the pool as made, kept after Close: what frees check
 }
 
 func (o *ownedPool) asyncPool() cudart.MemPool { return cudart.MemPool(o.pool.Load()) }
@@ -183,6 +184,7 @@ func (o *ownedPool) create(kind string, b base, props cudart.MemPoolProps, thres
 		}
 		return err
 	}
+	o.handle = pool
 	o.pool.Store(uintptr(pool))
 	return nil
 }

@@ -94,7 +94,7 @@ func (m *CudaAsyncManaged) Allocate(stream Stream, bytes, alignment uintptr) (ui
 // Deallocate gives ptr back to the pool in stream order on stream. Memory
 // allocated before Close may still be deallocated after it.
 func (m *CudaAsyncManaged) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(m.rt, kindCudaAsyncManaged, stream, ptr)
+	return poolDeallocate(m.rt, kindCudaAsyncManaged, m.handle, stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.

@@ -14,7 +14,10 @@ import (
 // Allocate and Deallocate are stream ordered on the given stream; the
 // memory may be reused by other streams as the pool's reuse policy allows.
 // Two views, or a view and a CudaAsync or CudaAsyncManaged resource, are
-// equal when they use the same pool.
+// equal when they use the same pool, and each frees what the others
+// allocated from it. Deallocate frees only memory one of them handed out,
+// with the size it was asked for (see live_table.go): memory taken from the
+// pool some other way is refused.
 type CudaAsyncView struct {
 	base
 	pool cudart.MemPool
@@ -54,7 +57,7 @@ func (v *CudaAsyncView) Allocate(stream Stream, bytes, alignment uintptr) (uintp
 
 // Deallocate gives ptr back to the pool in stream order on stream.
 func (v *CudaAsyncView) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(v.rt, kindCudaAsyncView, stream, ptr)
+	return poolDeallocate(v.rt, kindCudaAsyncView, v.pool, stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
@@ -103,6 +106,7 @@ func poolAllocate(b *base, kind string, pool cudart.MemPool, stream Stream, byte
 	if err != nil {
 		return 0, allocError(kind, bytes, err)
 	}
+	asyncLive.add(p, bytes, uintptr(pool))
 	return p, nil
 }
 
@@ -115,7 +119,7 @@ func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignmen
 	}
 	if err := b.rt.StreamSynchronize(DefaultStream); err != nil {
 		err = cudaError(kind+": synchronizing the default stream after allocating", err)
-		if ferr := b.rt.FreeAsync(p, DefaultStream); ferr != nil {
+		if ferr := poolDeallocate(b.rt, kind, pool, DefaultStream, p, bytes); ferr != nil {
 			return 0, fmt.Errorf("%w (and freeing the memory failed: %v)", err, ferr)
 		}
 		return 0, err
@@ -123,12 +127,19 @@ func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignmen
 	return p, nil
 }
 
-// poolDeallocate is Deallocate for the pool-based resources.
-func poolDeallocate(r cudart.Runtime, kind string, stream Stream, ptr uintptr) error {
+// poolDeallocate is Deallocate for the pool-based resources: it frees ptr,
+// allocated with bytes from pool, in stream order on stream, when the
+// record says so (see live_table.go). ptr 0 is a no-op.
+func poolDeallocate(r cudart.Runtime, kind string, pool cudart.MemPool, stream Stream, ptr, bytes uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
+	e, err := asyncLive.take(kind, ptr, bytes, uintptr(pool))
+	if err != nil {
+		return err
+	}
 	if err := r.FreeAsync(ptr, stream); err != nil {
+		asyncLive.restore(ptr, e)
 		return freeError(kind, ptr, err)
 	}
 	return nil
