@@ -19,6 +19,7 @@ func FuzzEventLogReader(f *testing.F) {
 	f.Add([]byte("Thread,Time,Action,Pointer,Size,Stream\n1,1:2:3.123456789123,free,0x0,18446744073709551615,0xffffffffffffffff\n"))
 	f.Add([]byte("Thread,Action,Pointer,Size,Stream\n\"1\",\"free\",\"0x1\",\"2\",\"3\"\n"))
 	f.Add([]byte("Thread,Time,Action,Pointer,Size\n1,00:00:00,free,0x1,2\n"))
+	f.Add([]byte("Thread,Time,Action,Pointer,Size,Stream\n1,2562047:47:16.854775,free,0x1,2,0\n")) // hours near time.Duration's limit
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		events, err := ReadEventLog(bytes.NewReader(data))

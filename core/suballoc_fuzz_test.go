@@ -21,6 +21,7 @@ import (
 	"sort"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -87,7 +88,7 @@ func otherClass256(bytes uintptr, pick byte) uintptr {
 var fuzzSizes = [...]uintptr{1, 8, 255, 256, 257, 1000, 4096, 5000, 65536, 100 << 10, 256 << 10, 256<<10 + 1, 1 << 20, 1<<20 + 17, 3 << 20}
 
 // fuzzProgram runs program against the subject s makes on machine m.
-func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *Cuda, cfg byte) (fuzzSubject, error)) {
+func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, build func(cuda *Cuda, cfg byte) (fuzzSubject, error)) {
 	const maxSteps, maxLive = 256, 48
 	defer watchdog(10 * time.Second)()
 	sim := m.sim
@@ -100,7 +101,7 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 	if len(program) > 0 {
 		cfg, program = program[0], program[1:]
 	}
-	s, err := make(cuda, cfg)
+	s, err := build(cuda, cfg)
 	if err != nil {
 		if errors.Is(err, ErrOutOfMemory) || errors.Is(err, ErrInvalidArgument) {
 			return
@@ -124,6 +125,82 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 		program = program[1:]
 		return b
 	}
+
+	// Streams 1 and 2 may be paused: work queued on them waits, and so does
+	// work on any stream told to wait for them. A block freed on a paused
+	// stream may be reused by another stream only behind that stream's
+	// work. A call that blocks (a synchronization inside the resource, or
+	// ours) for more than pauseLimit resumes every stream.
+	const pauseLimit = 100 * time.Millisecond
+	var paused []Stream
+	guard := func(fn func() error) error {
+		if len(paused) == 0 {
+			return fn()
+		}
+		keys := append([]Stream(nil), paused...)
+		fired := make(chan struct{})
+		tm := time.AfterFunc(pauseLimit, func() {
+			for _, st := range keys {
+				_ = sim.ResumeStream(st)
+			}
+			close(fired)
+		})
+		err := fn()
+		if !tm.Stop() {
+			<-fired
+			paused = nil
+		}
+		return err
+	}
+	sync := func(st Stream) {
+		t.Helper()
+		if err := guard(func() error { return sim.StreamSynchronize(st) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The bytes of a block are checked when it is freed, in stream order:
+	// its first and last 64 bytes are copied out on its stream then, and
+	// compared once no stream is paused. If the resource let another
+	// stream reuse the block before the copy ran, the copy holds that
+	// stream's bytes.
+	type pendingCheck struct {
+		buf  []byte
+		tag  byte
+		what string
+	}
+	var pending []pendingCheck
+	checkLater := func(step int, b block) {
+		t.Helper()
+		for _, off := range edges(b.n) {
+			buf := make([]byte, off.n)
+			for i := range buf {
+				buf[i] = ^b.tag
+			}
+			if err := sim.MemcpyAsync(uintptr(unsafe.Pointer(&buf[0])), b.p+off.at, off.n, cudart.MemcpyDefault, b.s); err != nil {
+				t.Fatalf("step %d: copying out of [%#x,+%d): %v", step, b.p, b.n, err)
+			}
+			pending = append(pending, pendingCheck{buf, b.tag, fmt.Sprintf("step %d: block [%#x,+%d) of stream %#x, bytes %d..%d", step, b.p, b.n, b.s, off.at, off.at+off.n)})
+		}
+	}
+	settle := func() {
+		t.Helper()
+		if len(paused) > 0 || len(pending) == 0 {
+			return
+		}
+		if err := guard(sim.DeviceSynchronize); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range pending {
+			for i, v := range c.buf {
+				if v != c.tag {
+					t.Fatalf("%s: byte %d is %#x, want %#x (handed out twice, or reused before its stream's work ran?)", c.what, i, v, c.tag)
+				}
+			}
+		}
+		pending = pending[:0]
+	}
+
 	check := func(step int, what string) {
 		t.Helper()
 		sorted := append([]block(nil), live...)
@@ -142,7 +219,7 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 		}
 	}
 	// mark writes the block's tag at its first and last 64 bytes, in order
-	// on its stream; verify reads them back.
+	// on its stream.
 	mark := func(b block) {
 		t.Helper()
 		for _, off := range edges(b.n) {
@@ -151,17 +228,10 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			}
 		}
 	}
-	verify := func(step int, b block) {
-		t.Helper()
-		for _, off := range edges(b.n) {
-			if err := expect(sim, b.p+off.at, off.n, b.tag, b.s); err != nil {
-				t.Fatalf("step %d: block [%#x,+%d) allocated on stream %#x: %v (handed out twice?)", step, b.p, b.n, b.s, err)
-			}
-		}
-	}
 	// mustRefuse runs a free the resource must refuse.
-	mustRefuse := func(step int, what string, err error) {
+	mustRefuse := func(step int, what string, free func() error) {
 		t.Helper()
+		err := guard(free)
 		if err == nil {
 			t.Fatalf("step %d: %s was accepted", step, what)
 		}
@@ -169,30 +239,46 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			t.Fatalf("step %d: %s: want an error wrapping ErrInvalidPointer or ErrInvalidArgument, got %v", step, what, err)
 		}
 	}
-	free := func(step int, i int, st Stream, bytes uintptr, sync bool) {
+	isPaused := func(st Stream) bool {
+		for _, p := range paused {
+			if p == st {
+				return true
+			}
+		}
+		return false
+	}
+	free := func(step int, i int, st Stream, bytes uintptr, syncFree bool) {
 		t.Helper()
 		b := live[i]
-		verify(step, b)
+		checkLater(step, b)
 		var err error
-		if sync {
+		if syncFree && !isPaused(b.s) {
 			// DeallocateSync vouches that no work uses the memory: wait
 			// for the block's stream first.
-			if err := sim.StreamSynchronize(b.s); err != nil {
-				t.Fatal(err)
-			}
-			err = r.DeallocateSync(b.p, bytes, DefaultAlignment)
+			sync(b.s)
+			err = guard(func() error { return r.DeallocateSync(b.p, bytes, DefaultAlignment) })
 		} else {
 			if st != b.s {
 				// Freeing on another stream: that stream must first wait
-				// for the work on the block's own (here: all of it).
-				if err := sim.StreamSynchronize(b.s); err != nil {
+				// for the work on the block's own.
+				ev, err := sim.EventCreate(cudart.EventFlagDisableTiming)
+				if err == nil {
+					err = sim.EventRecord(ev, b.s)
+				}
+				if err == nil {
+					err = sim.StreamWaitEvent(st, ev)
+				}
+				if err == nil {
+					err = sim.EventDestroy(ev)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 			}
-			err = r.Deallocate(st, b.p, bytes, DefaultAlignment)
+			err = guard(func() error { return r.Deallocate(st, b.p, bytes, DefaultAlignment) })
 		}
 		if err != nil {
-			t.Fatalf("step %d: freeing [%#x,+%d) with %d bytes on stream %#x (sync %v): %v", step, b.p, b.n, bytes, st, sync, err)
+			t.Fatalf("step %d: freeing [%#x,+%d) with %d bytes on stream %#x (sync %v): %v", step, b.p, b.n, bytes, st, syncFree, err)
 		}
 		live = append(live[:i], live[i+1:]...)
 	}
@@ -211,12 +297,11 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			st := m.streams[int(next())%len(m.streams)]
 			var p uintptr
 			var err error
-			sync := op&0x40 != 0
-			if sync {
-				p, err = r.AllocateSync(n, DefaultAlignment)
+			if op&fSync != 0 {
+				err = guard(func() (err error) { p, err = r.AllocateSync(n, DefaultAlignment); return err })
 				st = DefaultStream
 			} else {
-				p, err = r.Allocate(st, n, DefaultAlignment)
+				err = guard(func() (err error) { p, err = r.Allocate(st, n, DefaultAlignment); return err })
 			}
 			if err != nil {
 				if errors.Is(err, ErrOutOfMemory) {
@@ -238,13 +323,13 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			}
 			i := int(next()) % len(live)
 			st, bytes := live[i].s, live[i].n
-			if op&0x80 != 0 {
+			if op&fOther != 0 {
 				st = m.streams[int(next())%len(m.streams)]
 			}
-			if op&0x20 != 0 {
+			if op&fClass != 0 {
 				bytes = s.sameClass(bytes, next())
 			}
-			free(step, i, st, bytes, op&0x40 != 0)
+			free(step, i, st, bytes, op&fSync != 0)
 			check(step, "free")
 		case 8: // free twice: the second is refused
 			if len(live) == 0 {
@@ -254,12 +339,7 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			b := live[i]
 			free(step, i, b.s, b.n, false)
 			st := m.streams[int(next())%len(m.streams)]
-			if st != b.s {
-				if err := sim.StreamSynchronize(b.s); err != nil {
-					t.Fatal(err)
-				}
-			}
-			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) again", b.p, b.n), r.Deallocate(st, b.p, b.n, DefaultAlignment))
+			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) again", b.p, b.n), func() error { return r.Deallocate(st, b.p, b.n, DefaultAlignment) })
 			check(step, "double free")
 		case 9: // a wrong size is refused
 			if len(live) == 0 {
@@ -267,7 +347,7 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			}
 			b := live[int(next())%len(live)]
 			bytes := s.wrongSize(b.n, next())
-			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes", b.p, b.n, bytes), r.Deallocate(b.s, b.p, bytes, DefaultAlignment))
+			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes", b.p, b.n, bytes), func() error { return r.Deallocate(b.s, b.p, bytes, DefaultAlignment) })
 			check(step, "wrong size")
 		case 10: // an interior pointer is refused
 			if len(live) == 0 {
@@ -279,7 +359,9 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			}
 			k := 1 + uintptr(next())%((b.n-1)/DefaultAlignment)
 			mustRefuse(step, fmt.Sprintf("freeing %#x inside [%#x,+%d)", b.p+k*DefaultAlignment, b.p, b.n),
-				r.Deallocate(b.s, b.p+k*DefaultAlignment, b.n-k*DefaultAlignment, DefaultAlignment))
+				func() error {
+					return r.Deallocate(b.s, b.p+k*DefaultAlignment, b.n-k*DefaultAlignment, DefaultAlignment)
+				})
 			check(step, "interior free")
 		case 11: // memory from elsewhere is refused
 			n := fuzzSizes[int(next())%8]
@@ -287,26 +369,43 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 			if err != nil {
 				continue
 			}
-			mustRefuse(step, fmt.Sprintf("freeing cuda memory [%#x,+%d)", p, n), r.Deallocate(DefaultStream, p, n, DefaultAlignment))
+			mustRefuse(step, fmt.Sprintf("freeing cuda memory [%#x,+%d)", p, n), func() error { return r.Deallocate(DefaultStream, p, n, DefaultAlignment) })
 			if err := cuda.Deallocate(DefaultStream, p, n, DefaultAlignment); err != nil {
 				t.Fatalf("step %d: cuda refused its own memory: %v", step, err)
 			}
 			check(step, "foreign free")
 		case 12: // synchronize a stream or the device
 			if b := next(); b%5 == 4 {
-				err = sim.DeviceSynchronize()
+				if err := guard(sim.DeviceSynchronize); err != nil {
+					t.Fatal(err)
+				}
 			} else {
-				err = sim.StreamSynchronize(m.streams[int(b)%len(m.streams)])
-			}
-			if err != nil {
-				t.Fatal(err)
+				sync(m.streams[int(b)%len(m.streams)])
 			}
 		case 13: // give idle memory back
 			if s.release != nil {
-				if err := s.release(); err != nil {
+				if err := guard(s.release); err != nil {
 					t.Fatalf("step %d: release: %v", step, err)
 				}
 				check(step, "release")
+			}
+		case 15: // pause stream 1 or 2, or resume it
+			st := m.streams[1+int(next())%2]
+			if isPaused(st) {
+				if err := sim.ResumeStream(st); err != nil {
+					t.Fatal(err)
+				}
+				for k, p := range paused {
+					if p == st {
+						paused = append(paused[:k], paused[k+1:]...)
+						break
+					}
+				}
+			} else {
+				if err := sim.PauseStream(st); err != nil {
+					t.Fatal(err)
+				}
+				paused = append(paused, st)
 			}
 		default: // free the oldest block
 			if len(live) > 0 {
@@ -314,12 +413,21 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 				check(step, "free oldest")
 			}
 		}
+		settle()
 	}
+	for _, st := range paused {
+		if err := sim.ResumeStream(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paused = nil
+	settle()
 	for _, b := range live {
-		verify(-1, b)
+		checkLater(-1, b)
 	}
+	settle()
 	// Close with what is left live, or after freeing it, as the program's
-	// last byte says.
+	// first byte says.
 	if cfg&1 == 0 {
 		for len(live) > 0 {
 			free(-1, 0, live[0].s, live[0].n, false)
@@ -332,6 +440,7 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, make func(cuda *C
 	if err := sim.DeviceSynchronize(); err != nil {
 		t.Fatal(err)
 	}
+	settle()
 	if used, n := sim.UsedBytes(0), sim.LiveAllocations(0); used != startUsed || n != startLive {
 		t.Fatalf("after Close the device has %d bytes in %d allocations in use, %d in %d before the resource was made",
 			used, n, startUsed, startLive)
@@ -375,6 +484,7 @@ const (
 	opSync       = 12 // stream index (4: the device)
 	opRelease    = 13
 	opFreeOldest = 14
+	opPause      = 15 // stream 1 or 2 (pause it, or resume it)
 
 	fOdd   = 0x80 // opAlloc: add a byte to the size
 	fSync  = 0x40 // opAlloc, opFree: the Sync call
@@ -402,6 +512,11 @@ func fuzzSeeds(f *testing.F) {
 	// The Sync calls; close with blocks live.
 	f.Add(prog(3, opAlloc|fSync, 6, 0, opAlloc|fSync, 1, 0, opAlloc, 8, 3,
 		opFree|fSync, 0, opAlloc, 2, 1, opRelease, opFreeOldest))
+	// A paused stream: blocks freed on it may be reused by other streams
+	// only behind its work; a sync allocation waits (and resumes it).
+	f.Add(prog(0, opPause, 0, opAlloc, 6, 1, opAlloc, 6, 1, opFree, 0, opAlloc, 6, 2, opAlloc, 6, 0,
+		opFree|fOther, 0, 2, opAlloc, 6, 3, opAlloc|fSync, 6, 0, opPause, 1, opAlloc, 13, 2, opFree, 0,
+		opAlloc, 13, 1, opPause, 1, opPause, 0, opFreeOldest, opFreeOldest))
 	// Many blocks of one size: fixed-size blocks from several chunks.
 	many := prog(0x11)
 	for i := 0; i < 40; i++ {
