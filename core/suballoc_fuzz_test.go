@@ -131,7 +131,7 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, build func(cuda *
 	// stream may be reused by another stream only behind that stream's
 	// work. A call that blocks (a synchronization inside the resource, or
 	// ours) for more than pauseLimit resumes every stream.
-	const pauseLimit = 100 * time.Millisecond
+	const pauseLimit = 20 * time.Millisecond
 	var paused []Stream
 	guard := func(fn func() error) error {
 		if len(paused) == 0 {

@@ -17,7 +17,7 @@
 # that found nothing with "context deadline exceeded" (a race in its fuzzing
 # coordinator, go.dev/issue/75804).
 FUZZ_TARGETS := \
-	core:FuzzPool:4000x core:FuzzArena:4000x core:FuzzFixedSize:6000x core:FuzzBinning:4000x \
+	core:FuzzPool:2000x core:FuzzArena:1500x core:FuzzFixedSize:4000x core:FuzzBinning:2000x \
 	core:FuzzEventLogReader:20000x core:FuzzEventLogRoundTrip:20000x \
 	capi:FuzzCAPI:6000x
 FUZZTIME ?= 10m
