@@ -200,11 +200,11 @@ func TestDeviceGetAttribute(t *testing.T) {
 	require.NoError(t, err)
 	const memoryPoolsSupported = 115 // cudaDevAttrMemoryPoolsSupported
 	var v int32
-	require.Equal(t, statusSuccess, rmm_device_get_attribute(cInt(&v), memoryPoolsSupported, 0), lastMessage())
+	require.Equal(t, statusSuccess, rmm_device_get_attribute(cIntOut(&v), memoryPoolsSupported, 0), lastMessage())
 	want, err := r.DeviceGetAttribute(cudart.DevAttrMemoryPoolsSupported, 0)
 	require.NoError(t, err)
 	assert.Equal(t, want, int(v))
 	assert.Equal(t, statusInvalidArgument, rmm_device_get_attribute(nil, memoryPoolsSupported, 0))
-	assert.Equal(t, statusInvalidDevice, rmm_device_get_attribute(cInt(&v), memoryPoolsSupported, 1000))
+	assert.Equal(t, statusInvalidDevice, rmm_device_get_attribute(cIntOut(&v), memoryPoolsSupported, 1000))
 	assert.Contains(t, lastMessage(), "device 1000 does not exist")
 }

@@ -56,5 +56,5 @@ func checkStructSize(fn, field string, size uintptr, min C.size_t, how string) b
 		(*C.char)(unsafe.Pointer(unsafe.StringData(h)))) != 0
 }
 
-// cInt is p as an int* out-parameter (for tests, which cannot name C types).
-func cInt(p *int32) *C.int { return (*C.int)(unsafe.Pointer(p)) }
+// cIntOut is p as an int* out-parameter (for tests, which cannot name C types).
+func cIntOut(p *int32) *C.int { return (*C.int)(unsafe.Pointer(p)) }

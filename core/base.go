@@ -8,8 +8,9 @@ import (
 )
 
 // Machinery shared by the base resources: the runtime and device they were
-// made with, the request checks every Allocate starts with, and the
-// translation of a failed free into ErrInvalidPointer.
+// made with, the request checks every Allocate starts with, the checked
+// cudaFree (live_table.go says what is checked) and the translation of a
+// failed free into ErrInvalidPointer.
 
 // Kind names of the base resources, as Kind() and the C ABI spell them.
 const (
@@ -97,6 +98,25 @@ func freeError(kind string, ptr uintptr, err error) error {
 			kind, ErrInvalidPointer, ptr, err)
 	}
 	return cudaError(kind, err)
+}
+
+// cudaFree frees ptr, handed out with bytes by a resource of kind whose
+// allocations table t records, with cudaFree: only when t's record matches
+// (see live_table.go), and putting the record back when cudaFree fails.
+// ptr 0 is a no-op.
+func cudaFree(r cudart.Runtime, kind string, t *liveTable, ptr, bytes uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	e, err := t.take(kind, ptr, bytes, 0)
+	if err != nil {
+		return err
+	}
+	if err := r.Free(ptr); err != nil {
+		t.restore(ptr, e)
+		return freeError(kind, ptr, err)
+	}
+	return nil
 }
 
 // allocError wraps the failure of a CUDA allocation call for bytes bytes.

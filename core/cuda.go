@@ -9,7 +9,11 @@ import (
 //
 // The memory is device accessible. Allocate ignores the stream (cudaMalloc
 // is not stream ordered); Deallocate calls cudaFree, which waits for the
-// device. Cuda is stateless: every *Cuda equals every other.
+// device. Cuda is stateless: every *Cuda equals every other, and frees
+// what any other handed out. Deallocate frees only what a Cuda resource
+// handed out, with the size it was asked for (see live_table.go): anything
+// else, a block of a pool built over it in particular, is refused before
+// cudaFree sees it.
 type Cuda struct{ base }
 
 // NewCuda returns a Cuda resource for the current device.
@@ -48,19 +52,16 @@ func (c *Cuda) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	if err != nil {
 		return 0, allocError(kindCuda, bytes, err)
 	}
+	cudaLive.add(p, bytes, 0)
 	return p, nil
 }
 
-// Deallocate frees ptr with cudaFree. A pointer CUDA does not know, or one
-// already freed, gives an error wrapping ErrInvalidPointer.
+// Deallocate frees ptr with cudaFree. A pointer no Cuda resource handed out,
+// or one already freed, gives an error wrapping ErrInvalidPointer; bytes
+// other than were allocated, an error wrapping ErrInvalidArgument. Neither
+// frees anything.
 func (c *Cuda) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	if err := c.rt.Free(ptr); err != nil {
-		return freeError(kindCuda, ptr, err)
-	}
-	return nil
+	return cudaFree(c.rt, kindCuda, &cudaLive, ptr, bytes)
 }
 
 // AllocateSync is Allocate: cudaMalloc memory is ready when it returns.

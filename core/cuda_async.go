@@ -128,7 +128,7 @@ func (c *CudaAsync) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (c *CudaAsync) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return c.deallocate(kindCudaAsync, stream, ptr)
+	return c.deallocate(kindCudaAsync, stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
@@ -215,8 +215,8 @@ func (o *ownedPool) prime(kind string, size uintptr) error {
 }
 
 // allocate is Allocate (AllocateSync with sync set) of the kinds that own
-// their pool: counted in, so that Close waits for it, and recorded in
-// asyncBlocks, so that Close gives the block back if nobody else does.
+// their pool: counted in, so that Close waits for it, and recorded as owned
+// in asyncLive, so that Close gives the block back if nobody else does.
 func (o *ownedPool) allocate(kind string, stream Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
 	if !requestOK(bytes, alignment) {
 		return 0, rejectRequest(kind, bytes, alignment) // zero bytes need no pool, even after Close
@@ -230,12 +230,9 @@ func (o *ownedPool) allocate(kind string, stream Stream, bytes, alignment uintpt
 	var p uintptr
 	var err error
 	if sync {
-		p, err = poolAllocateSync(&o.base, kind, pool, bytes, alignment)
+		p, err = poolAllocateSync(&o.base, kind, pool, bytes, alignment, true)
 	} else {
-		p, err = poolAllocate(&o.base, kind, pool, stream, bytes, alignment)
-	}
-	if err == nil && p != 0 {
-		asyncBlocks.add(p, pool)
+		p, err = poolAllocate(&o.base, kind, pool, stream, bytes, alignment, true)
 	}
 	return p, err
 }
@@ -243,7 +240,7 @@ func (o *ownedPool) allocate(kind string, stream Stream, bytes, alignment uintpt
 // deallocate is Deallocate of the kinds that own their pool, counted in
 // like allocate. After Close it fails with ErrClosed: Close gave every
 // block back.
-func (o *ownedPool) deallocate(kind string, stream Stream, ptr uintptr) error {
+func (o *ownedPool) deallocate(kind string, stream Stream, ptr, bytes uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -252,7 +249,7 @@ func (o *ownedPool) deallocate(kind string, stream Stream, ptr uintptr) error {
 		return errClosed(kind)
 	}
 	defer o.calls.Exit(t)
-	return poolDeallocate(o.rt, kind, stream, ptr)
+	return poolDeallocate(o.rt, kind, o.asyncPool(), stream, ptr, bytes)
 }
 
 // close destroys the pool once: it lets no new call in and waits for those
@@ -268,7 +265,7 @@ func (o *ownedPool) close(kind string) error {
 		return nil
 	}
 	var errs []error
-	if live := asyncBlocks.takePool(pool); len(live) > 0 {
+	if live := asyncLive.takeOwned(uintptr(pool)); len(live) > 0 {
 		if err := o.rt.DeviceSynchronize(); err != nil {
 			errs = append(errs, cudaError(kind+": synchronizing before freeing the blocks still outstanding", err))
 		}

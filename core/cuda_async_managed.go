@@ -95,7 +95,7 @@ func (m *CudaAsyncManaged) Allocate(stream Stream, bytes, alignment uintptr) (ui
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return m.deallocate(kindCudaAsyncManaged, stream, ptr)
+	return m.deallocate(kindCudaAsyncManaged, stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.

@@ -150,7 +150,7 @@ func TestCudaAsyncClose(t *testing.T) {
 	// Close gave back the block still outstanding: freeing it again is
 	// refused, and never reaches CUDA.
 	requireIs(t, c.Deallocate(s, p, 1<<20, DefaultAlignment), ErrClosed)
-	assert.False(t, asyncBlocks.has(p))
+	assert.False(t, asyncLive.has(p))
 	require.NoError(t, r.StreamSynchronize(s))
 
 	assert.True(t, c.Equal(c))

@@ -64,17 +64,17 @@ func (v *CudaAsyncView) asyncPool() cudart.MemPool { return v.pool }
 
 // Allocate returns bytes from the pool, usable in stream order on stream.
 func (v *CudaAsyncView) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocate(&v.base, kindCudaAsyncView, v.pool, stream, bytes, alignment)
+	return poolAllocate(&v.base, kindCudaAsyncView, v.pool, stream, bytes, alignment, false)
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream.
 func (v *CudaAsyncView) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(v.rt, kindCudaAsyncView, stream, ptr)
+	return poolDeallocate(v.rt, kindCudaAsyncView, v.pool, stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (v *CudaAsyncView) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocateSync(&v.base, kindCudaAsyncView, v.pool, bytes, alignment)
+	return poolAllocateSync(&v.base, kindCudaAsyncView, v.pool, bytes, alignment, false)
 }
 
 // DeallocateSync deallocates on the default stream.
@@ -103,8 +103,12 @@ func samePool(pool cudart.MemPool, other Resource) bool {
 	return ok && pool != 0 && o.asyncPool() == pool
 }
 
-// poolAllocate is Allocate for the pool-based resources.
-func poolAllocate(b *base, kind string, pool cudart.MemPool, stream Stream, bytes, alignment uintptr) (uintptr, error) {
+// poolAllocate is Allocate for the pool-based resources. The block is
+// recorded in asyncLive with its size and pool (live_table.go); owned says
+// the pool's owner handed it out, so that the owner's Close gives it back
+// if nobody else does (a view's blocks stay valid after the owner's Close,
+// as CUDA keeps them, until the view frees them).
+func poolAllocate(b *base, kind string, pool cudart.MemPool, stream Stream, bytes, alignment uintptr, owned bool) (uintptr, error) {
 	if !requestOK(bytes, alignment) {
 		return 0, rejectRequest(kind, bytes, alignment)
 	}
@@ -118,19 +122,20 @@ func poolAllocate(b *base, kind string, pool cudart.MemPool, stream Stream, byte
 	if err != nil {
 		return 0, allocError(kind, bytes, err)
 	}
+	asyncLive.addEntry(p, liveEntry{size: bytes, owner: uintptr(pool), owned: owned})
 	return p, nil
 }
 
 // poolAllocateSync allocates on the default stream and waits for it, so the
 // memory is ready for any use.
-func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignment uintptr) (uintptr, error) {
-	p, err := poolAllocate(b, kind, pool, DefaultStream, bytes, alignment)
+func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignment uintptr, owned bool) (uintptr, error) {
+	p, err := poolAllocate(b, kind, pool, DefaultStream, bytes, alignment, owned)
 	if err != nil || p == 0 {
 		return p, err
 	}
 	if err := b.rt.StreamSynchronize(DefaultStream); err != nil {
 		err = cudaError(kind+": synchronizing the default stream after allocating", err)
-		if ferr := b.rt.FreeAsync(p, DefaultStream); ferr != nil {
+		if ferr := poolDeallocate(b.rt, kind, pool, DefaultStream, p, bytes); ferr != nil {
 			return 0, fmt.Errorf("%w (and freeing the memory failed: %v)", err, ferr)
 		}
 		return 0, err
@@ -138,18 +143,20 @@ func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignmen
 	return p, nil
 }
 
-// poolDeallocate is Deallocate for the pool-based resources. It takes the
-// block out of asyncBlocks (where its pool's owner recorded it), putting
-// the record back if the free fails.
-func poolDeallocate(r cudart.Runtime, kind string, stream Stream, ptr uintptr) error {
+// poolDeallocate is Deallocate for the pool-based resources: it frees ptr,
+// allocated with bytes from pool, in stream order on stream, when the
+// record says so (live_table.go), and puts the record back if the free
+// fails. ptr 0 is a no-op.
+func poolDeallocate(r cudart.Runtime, kind string, pool cudart.MemPool, stream Stream, ptr, bytes uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
-	pool, recorded := asyncBlocks.take(ptr)
+	e, err := asyncLive.take(kind, ptr, bytes, uintptr(pool))
+	if err != nil {
+		return err
+	}
 	if err := r.FreeAsync(ptr, stream); err != nil {
-		if recorded {
-			asyncBlocks.add(ptr, pool)
-		}
+		asyncLive.restore(ptr, e)
 		return freeError(kind, ptr, err)
 	}
 	return nil

@@ -58,9 +58,13 @@
 // which is also ErrOutOfMemory). Requests no memory can satisfy (SIZE_MAX,
 // more than the device has) are ErrOutOfMemory, never a crash. Freeing memory
 // twice, or memory a resource did not hand out, is ErrInvalidPointer where
-// the resource can know: base resources ask CUDA or keep a set of live
-// allocations (System, SAMHeadroom), so a double free never reaches the C
-// heap. Nothing in core panics into its caller.
+// the resource can know, and freeing it with another size than was allocated
+// is ErrInvalidArgument; nothing is freed then. Base resources record every
+// allocation with its size (shared by equal resources: see Resource.Equal),
+// so such a free never reaches cudaFree or the C heap; the sub-allocators
+// know their blocks. Adaptors leave their counters, accounts and logs as
+// they were when their upstream refuses a free. Nothing in core panics into
+// its caller.
 //
 // # Devices and threads
 //

@@ -15,7 +15,12 @@ const kindLimiting = "limiting"
 // Each allocation is charged AlignUp(bytes, alignment), with the alignment
 // given to NewLimiting, before the upstream is asked; the charge is taken
 // back when the upstream fails and when the memory is deallocated (callers
-// must pass the size they allocated, as always). Charging is one
+// must pass the size they allocated, as always). A deallocation is taken
+// off the account only once the upstream has freed the memory, so a free
+// the upstream refuses (a foreign pointer, a double free, a wrong size)
+// leaves it as it was; one whose charge is more than is outstanding cannot
+// be of memory the adaptor handed out and is refused with an error
+// wrapping ErrInvalidPointer before the upstream is asked. Charging is one
 // compare-and-swap loop on an atomic counter: no lock, and two goroutines can
 // never together pass the limit.
 type Limiting struct {
@@ -118,10 +123,14 @@ func (l *Limiting) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool
 	if ptr == 0 || bytes == 0 {
 		return nil
 	}
+	charge, ok := addr.AlignUp(bytes, l.alignment)
+	if cur := l.allocated.Load(); !ok || charge > cur {
+		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes, %d as charged), but only %d bytes are outstanding through this adaptor",
+			kindLimiting, ErrInvalidPointer, ptr, bytes, charge, cur)
+	}
 	if err := upDeallocate(l.upstream, s, ptr, bytes, alignment, sync); err != nil {
 		return err // the memory was not freed: it stays charged
 	}
-	charge, _ := addr.AlignUp(bytes, l.alignment)
 	for {
 		// A size larger than was allocated (a caller's mistake) must not
 		// wrap the counter around and refuse every later allocation.

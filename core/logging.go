@@ -41,7 +41,13 @@ type LoggingOptions struct {
 //
 // An allocation is logged after it succeeded ("allocate" with its pointer)
 // or failed ("allocate failure" with "(nil)"; the error is then returned); a
-// deallocation is logged before the upstream frees ("free"). Size is the
+// deallocation ("free") only when the upstream accepted it, so a free the
+// upstream refuses (a foreign pointer, a double free, a wrong size) leaves
+// no row. The free's row still comes before the row of any allocation that
+// reuses its memory: while the upstream frees, the pointer is marked in
+// flight, and an allocation handed that pointer writes the free's row
+// before its own (the free, evidently done, then writes nothing more). The
+// row's time is when the free was asked for. Size is the
 // requested size; Thread is the OS thread id of the caller (gettid); Time is
 // the local time of day to the microsecond; Stream is the stream as C++
 // prints it ("0" for the default stream and for the Sync calls). Zero-byte
@@ -62,10 +68,18 @@ type Logging struct {
 	autoFlush bool
 	closed    atomic.Bool
 
-	mu     sync.Mutex
-	buf    *bufio.Writer
-	err    error // first write error, reported by Flush and Close
-	closeE error // Close's result, returned again by later calls
+	mu       sync.Mutex
+	buf      *bufio.Writer
+	err      error                   // first write error, reported by Flush and Close
+	closeE   error                   // Close's result, returned again by later calls
+	inflight map[uintptr]pendingFree // frees whose upstream call runs, by pointer
+}
+
+// pendingFree is a deallocation whose upstream call is in flight: its event,
+// and whether an allocation of the same pointer wrote it already.
+type pendingFree struct {
+	ev      eventlog.Event
+	written bool
 }
 
 // NewLogging returns an adaptor over upstream that logs to the file or
@@ -76,7 +90,7 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 	if err := checkUpstream(kindLogging, upstream); err != nil {
 		return nil, err
 	}
-	l := &Logging{upstream: upstream, autoFlush: opts.AutoFlush}
+	l := &Logging{upstream: upstream, autoFlush: opts.AutoFlush, inflight: make(map[uintptr]pendingFree)}
 	switch {
 	case opts.Writer != nil && opts.FileName != "":
 		return nil, fmt.Errorf("%s: %w: give a file name or a Writer, not both", kindLogging, ErrInvalidArgument)
@@ -179,6 +193,19 @@ func (l *Logging) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintp
 	return p, nil
 }
 
+// event returns the event of the calling thread doing a on ptr and bytes
+// now.
+func event(a eventlog.Action, ptr, bytes uintptr, s Stream) eventlog.Event {
+	return eventlog.Event{
+		Thread:  uint64(syscall.Gettid()),
+		Time:    eventlog.TimeOfDay(time.Now()),
+		Action:  a,
+		Pointer: ptr,
+		Size:    bytes,
+		Stream:  s,
+	}
+}
+
 // Deallocate logs the deallocation and returns the memory to the upstream.
 // After Close it still returns the memory, without logging.
 func (l *Logging) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
@@ -191,27 +218,44 @@ func (l *Logging) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	l.log(eventlog.ActionFree, ptr, bytes, s)
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 || bytes == 0 || l.closed.Load() {
+		l.log(eventlog.ActionFree, ptr, bytes, s)
+		if ptr == 0 || bytes == 0 {
+			return nil
+		}
+		return upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)
 	}
-	return upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)
+	e := event(eventlog.ActionFree, ptr, bytes, s)
+	var arr [128]byte
+	row := e.AppendCSV(arr[:0])
+	l.mu.Lock()
+	_, busy := l.inflight[ptr] // another free of ptr in flight: one of them will be refused
+	if !busy {
+		l.inflight[ptr] = pendingFree{ev: e}
+	}
+	l.mu.Unlock()
+	err := upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	written := false
+	if !busy {
+		written = l.inflight[ptr].written
+		delete(l.inflight, ptr)
+	}
+	if err == nil && !written && !l.closed.Load() {
+		l.write(row)
+	}
+	return err
 }
 
 // log formats a row on the stack and appends it to the buffer under the
-// lock.
+// lock. An allocation handed a pointer whose free is still in flight
+// writes that free's row first.
 func (l *Logging) log(a eventlog.Action, ptr, bytes uintptr, s Stream) {
 	if l.closed.Load() {
 		return
 	}
-	e := eventlog.Event{
-		Thread:  uint64(syscall.Gettid()),
-		Time:    eventlog.TimeOfDay(time.Now()),
-		Action:  a,
-		Pointer: ptr,
-		Size:    bytes,
-		Stream:  s,
-	}
+	e := event(a, ptr, bytes, s)
 	var arr [128]byte
 	row := e.AppendCSV(arr[:0])
 	l.mu.Lock()
@@ -219,6 +263,20 @@ func (l *Logging) log(a eventlog.Action, ptr, bytes uintptr, s Stream) {
 	if l.closed.Load() {
 		return
 	}
+	if a == eventlog.ActionAllocate && len(l.inflight) > 0 {
+		if f, ok := l.inflight[ptr]; ok && !f.written {
+			var farr [128]byte
+			l.write(f.ev.AppendCSV(farr[:0]))
+			f.written = true
+			l.inflight[ptr] = f
+		}
+	}
+	l.write(row)
+}
+
+// write appends row to the buffer, flushing first when it does not fit and
+// after when AutoFlush is set; l.mu is held.
+func (l *Logging) write(row []byte) {
 	if l.buf.Available() < len(row) {
 		l.noteErr(l.buf.Flush())
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -115,7 +116,12 @@ func TestLoggingRows(t *testing.T) {
 	require.NoError(t, l.Close())
 }
 
-func TestLoggingFreeIsLoggedBeforeTheUpstreamFrees(t *testing.T) {
+// TestLoggingFreeIsLoggedBeforeItsMemoryIsReused: a free is logged only
+// once the upstream accepted it, yet an allocation that reuses the memory
+// while the freeing call has not returned yet (another goroutine, between
+// the upstream's free and the adaptor's row) still comes after the free in
+// the log, and the free is logged once.
+func TestLoggingFreeIsLoggedBeforeItsMemoryIsReused(t *testing.T) {
 	var buf syncBuffer
 	up := &spyResource{fakeResource: newFake()}
 	l, err := NewLogging(up, LoggingOptions{Writer: &buf, AutoFlush: true})
@@ -123,21 +129,42 @@ func TestLoggingFreeIsLoggedBeforeTheUpstreamFrees(t *testing.T) {
 	p, err := l.Allocate(DefaultStream, 100, DefaultAlignment)
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), "allocate,", "AutoFlush writes each row through")
-	up.onFree = func() { assert.Contains(t, buf.String(), ",free,", "free row written before the upstream call") }
+	var q uintptr
+	up.afterFree = func() {
+		assert.NotContains(t, buf.String(), ",free,", "no free row before the upstream accepted the free")
+		q, err = l.Allocate(DefaultStream, 100, DefaultAlignment)
+		require.NoError(t, err)
+	}
 	require.NoError(t, l.Deallocate(DefaultStream, p, 100, DefaultAlignment))
-	require.NotNil(t, up.onFree)
+	require.Equal(t, p, q, "the fake upstream reuses the freed address")
+	up.afterFree = nil
+	rows := strings.Split(strings.TrimSpace(buf.String()), "\n")[1:]
+	require.Len(t, rows, 3, buf.String())
+	assert.Contains(t, rows[0], ",allocate,"+fmt.Sprintf("%#x", p))
+	assert.Contains(t, rows[1], ",free,"+fmt.Sprintf("%#x", p))
+	assert.Contains(t, rows[2], ",allocate,"+fmt.Sprintf("%#x", p))
+
+	// A free the upstream refuses writes nothing.
+	up.setFreeErr(fmt.Errorf("fake: %w: injected", ErrInvalidPointer))
+	require.ErrorIs(t, l.Deallocate(DefaultStream, q, 100, DefaultAlignment), ErrInvalidPointer)
+	assert.NotContains(t, strings.Join(strings.Split(buf.String(), "\n")[4:], "\n"), ",free,")
+	up.setFreeErr(nil)
+	require.NoError(t, l.Deallocate(DefaultStream, q, 100, DefaultAlignment))
+	assert.Equal(t, 2, strings.Count(buf.String(), ",free,"))
+	require.NoError(t, l.Close())
 }
 
 type spyResource struct {
 	*fakeResource
-	onFree func()
+	afterFree func()
 }
 
 func (s *spyResource) Deallocate(st Stream, p, n, a uintptr) error {
-	if s.onFree != nil {
-		s.onFree()
+	err := s.fakeResource.Deallocate(st, p, n, a)
+	if err == nil && s.afterFree != nil {
+		s.afterFree()
 	}
-	return s.fakeResource.Deallocate(st, p, n, a)
+	return err
 }
 
 func TestLoggingFile(t *testing.T) {

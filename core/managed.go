@@ -10,7 +10,9 @@ import (
 //
 // The memory is device and host accessible. Allocate ignores the stream;
 // Deallocate calls cudaFree, which waits for the device. Managed is
-// stateless: every *Managed equals every other.
+// stateless: every *Managed equals every other, and frees what any other
+// handed out. Deallocate frees only what a Managed resource handed out,
+// with the size it was asked for (see live_table.go).
 type Managed struct{ base }
 
 // NewManaged returns a Managed resource for the current device.
@@ -43,19 +45,16 @@ func (m *Managed) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 	if err != nil {
 		return 0, allocError(kindManaged, bytes, err)
 	}
+	managedLive.add(p, bytes, 0)
 	return p, nil
 }
 
-// Deallocate frees ptr with cudaFree. A pointer CUDA does not know, or one
-// already freed, gives an error wrapping ErrInvalidPointer.
+// Deallocate frees ptr with cudaFree. A pointer no Managed resource handed
+// out, or one already freed, gives an error wrapping ErrInvalidPointer;
+// bytes other than were allocated, an error wrapping ErrInvalidArgument.
+// Neither frees anything.
 func (m *Managed) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	if err := m.rt.Free(ptr); err != nil {
-		return freeError(kindManaged, ptr, err)
-	}
-	return nil
+	return cudaFree(m.rt, kindManaged, &managedLive, ptr, bytes)
 }
 
 // AllocateSync is Allocate: the memory is ready when it returns.

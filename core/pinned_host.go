@@ -12,7 +12,9 @@ import (
 // through unified addressing) and is what asynchronous copies between host
 // and device need. cudaHostAlloc returns page-aligned memory, so no header
 // is kept. Allocate ignores the stream. PinnedHost is stateless: every
-// *PinnedHost equals every other. Pinned memory belongs to no device, so
+// *PinnedHost equals every other, and frees what any other handed out.
+// Deallocate frees only what a PinnedHost resource handed out, with the
+// size it was asked for (see live_table.go). Pinned memory belongs to no device, so
 // PinnedHost may be used with any device current; Device reports the device
 // current when it was made.
 type PinnedHost struct{ base }
@@ -44,16 +46,24 @@ func (h *PinnedHost) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 	if err != nil {
 		return 0, allocError(kindPinnedHost, bytes, err)
 	}
+	pinnedHostLive.add(p, bytes, 0)
 	return p, nil
 }
 
-// Deallocate frees ptr with cudaFreeHost. A pointer CUDA does not know, or
-// one already freed, gives an error wrapping ErrInvalidPointer.
+// Deallocate frees ptr with cudaFreeHost. A pointer no PinnedHost resource
+// handed out, or one already freed, gives an error wrapping
+// ErrInvalidPointer; bytes other than were allocated, an error wrapping
+// ErrInvalidArgument. Neither frees anything.
 func (h *PinnedHost) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
+	e, err := pinnedHostLive.take(kindPinnedHost, ptr, bytes, 0)
+	if err != nil {
+		return err
+	}
 	if err := h.rt.FreeHost(ptr); err != nil {
+		pinnedHostLive.restore(ptr, e)
 		return freeError(kindPinnedHost, ptr, err)
 	}
 	return nil

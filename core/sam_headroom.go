@@ -16,8 +16,8 @@ import (
 // prefer the device and the rest to prefer the host
 // (cudaMemAdviseSetPreferredLocation). The memory is device and host
 // accessible and needs a device with pageable memory access. Like System,
-// Deallocate synchronizes the stream before freeing and a double free is an
-// error wrapping ErrInvalidPointer.
+// Deallocate synchronizes the stream before freeing, and a double free is an
+// error wrapping ErrInvalidPointer (see live_table.go).
 //
 // The hints name the device current when the resource was made, which must
 // be current when it allocates. Two SAMHeadroom resources are equal when
@@ -74,13 +74,13 @@ func (s *SAMHeadroom) Allocate(stream Stream, bytes, alignment uintptr) (uintptr
 	if err := s.checkDevice(kindSAMHeadroom); err != nil {
 		return 0, err
 	}
-	p, err := systemHeap.alloc(kindSAMHeadroom, bytes)
+	p, err := samHeap.alloc(kindSAMHeadroom, bytes, s.headroom)
 	if err != nil {
 		return 0, err
 	}
 	if err := s.advise(p, bytes); err != nil {
 		// Nothing was enqueued on any stream: free at once.
-		if ferr := systemHeap.free(kindSAMHeadroom, s.rt, DefaultStream, p); ferr != nil {
+		if ferr := samHeap.free(kindSAMHeadroom, s.rt, DefaultStream, p, bytes, s.headroom); ferr != nil {
 			return 0, fmt.Errorf("%w (and freeing the memory failed: %v)", err, ferr)
 		}
 		return 0, err
@@ -108,10 +108,11 @@ func (s *SAMHeadroom) advise(p, bytes uintptr) error {
 }
 
 // Deallocate synchronizes stream, then frees ptr. Memory the resource did
-// not hand out, or already freed, gives an error wrapping
-// ErrInvalidPointer.
+// not hand out (nor one equal to it: keeping the same headroom), or already
+// freed, gives an error wrapping ErrInvalidPointer; bytes other than were
+// allocated, an error wrapping ErrInvalidArgument.
 func (s *SAMHeadroom) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return systemHeap.free(kindSAMHeadroom, s.rt, stream, ptr)
+	return samHeap.free(kindSAMHeadroom, s.rt, stream, ptr, bytes, s.headroom)
 }
 
 // AllocateSync is Allocate.

@@ -45,6 +45,16 @@ func (c *Counter) fold(child Counter) {
 // a zero-byte deallocation uncounts it. Failed calls count nothing, and
 // neither does Deallocate(0, n) for n > 0, a no-op.
 //
+// A deallocation is counted before the upstream is asked and uncounted
+// when the upstream refuses it (a foreign pointer, a double free, a wrong
+// size), so a refused free leaves the counters as they were. One that asks
+// for more bytes, or more allocations, than are outstanding through the
+// adaptor (every level together) cannot be of memory it handed out: it is
+// refused with an error wrapping ErrInvalidPointer and the upstream is not
+// asked (a zero-byte one is then a no-op). Memory the upstream handed out
+// directly and freed through the adaptor, within what is outstanding, is
+// beyond what counters can see: Tracking knows every pointer.
+//
 // The counters form a stack with at least one level. Allocations and
 // deallocations update the innermost level only. PushCounters starts a new
 // level at zero (to measure a scope); PopCounters removes it and folds it
@@ -59,6 +69,10 @@ type Statistics struct {
 
 	mu     sync.Mutex
 	levels []counters // levels[len-1] is the innermost
+	// Outstanding through the adaptor, every level together: what a
+	// deallocation is checked against.
+	outBytes uintptr
+	outCount int64
 }
 
 type counters struct{ bytes, count Counter }
@@ -155,6 +169,8 @@ func (st *Statistics) allocate(s Stream, bytes, alignment uintptr, sync bool) (u
 	top := &st.levels[len(st.levels)-1]
 	top.bytes.add(int64(bytes))
 	top.count.add(1)
+	st.outBytes += bytes
+	st.outCount++
 	st.mu.Unlock()
 	return p, nil
 }
@@ -173,15 +189,49 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 	if ptr == 0 && bytes != 0 {
 		return nil // no allocation returns 0 for a nonzero size: nothing to uncount
 	}
+	st.mu.Lock()
+	if st.outCount < 1 || st.outBytes < bytes {
+		outBytes, outCount := st.outBytes, st.outCount
+		st.mu.Unlock()
+		if bytes == 0 {
+			return nil
+		}
+		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes), but only %d bytes in %d allocations are outstanding through this adaptor",
+			kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount)
+	}
+	st.uncount(bytes)
+	st.mu.Unlock()
 	if ptr != 0 && bytes != 0 {
 		if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
+			st.mu.Lock()
+			st.recount(bytes)
+			st.mu.Unlock()
 			return err
 		}
 	}
-	st.mu.Lock()
+	return nil
+}
+
+// uncount takes a deallocation of bytes off the innermost level; st.mu is
+// held.
+func (st *Statistics) uncount(bytes uintptr) {
 	top := &st.levels[len(st.levels)-1]
 	top.bytes.Value -= int64(bytes)
 	top.count.Value--
-	st.mu.Unlock()
-	return nil
+	st.outBytes -= bytes
+	st.outCount--
+}
+
+// recount undoes uncount for a deallocation the upstream refused; st.mu is
+// held. Totals are not touched (deallocations never add to them); a peak
+// is raised if allocations made meanwhile, with the refused memory still
+// live, went past it.
+func (st *Statistics) recount(bytes uintptr) {
+	top := &st.levels[len(st.levels)-1]
+	top.bytes.Value += int64(bytes)
+	top.bytes.Peak = max(top.bytes.Peak, top.bytes.Value)
+	top.count.Value++
+	top.count.Peak = max(top.count.Peak, top.count.Value)
+	st.outBytes += bytes
+	st.outCount++
 }

@@ -1,6 +1,7 @@
 package core
 
 /*
+#include <stdint.h>
 #include <stdlib.h>
 
 // rmmgo_host_alloc returns size bytes of C heap aligned to alignment, or
@@ -10,13 +11,14 @@ static void* rmmgo_host_alloc(size_t size, size_t alignment, int* err) {
 	*err = posix_memalign(&p, alignment, size);
 	return *err == 0 ? p : NULL;
 }
+
+// rmmgo_host_free frees what rmmgo_host_alloc returned.
+static void rmmgo_host_free(uintptr_t p) { free((void*)p); }
 */
 import "C"
 
 import (
 	"fmt"
-	"sync"
-	"unsafe"
 
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -30,11 +32,13 @@ import (
 // The memory is device and host accessible. Allocate ignores the stream;
 // Deallocate synchronizes the stream before freeing, because device work on
 // the stream may still use the memory and the C heap knows nothing of
-// streams. Every allocation is recorded, so freeing memory twice, or memory
-// System did not hand out, is an error wrapping ErrInvalidPointer and never
-// reaches the C heap. System is stateless: every *System equals every other,
-// and any of them frees memory from another. Host memory belongs to no
-// device, so System may be used with any device current.
+// streams. Every allocation is recorded with its size (see live_table.go),
+// so freeing memory twice, or memory System did not hand out, is an error
+// wrapping ErrInvalidPointer, and a size other than was allocated one
+// wrapping ErrInvalidArgument; neither reaches the C heap. System is
+// stateless: every *System equals every other, and any of them frees memory
+// from another. Host memory belongs to no device, so System may be used
+// with any device current.
 type System struct{ base }
 
 // NewSystem returns a System resource, or an error wrapping ErrNotSupported
@@ -78,16 +82,17 @@ func (s *System) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, err
 	if !requestOK(bytes, alignment) {
 		return 0, rejectRequest(kindSystem, bytes, alignment)
 	}
-	return systemHeap.alloc(kindSystem, bytes)
+	return systemHeap.alloc(kindSystem, bytes, 0)
 }
 
 // Deallocate synchronizes stream, then frees ptr. Memory System did not
-// hand out, or already freed, gives an error wrapping ErrInvalidPointer.
+// hand out, or already freed, gives an error wrapping ErrInvalidPointer;
+// bytes other than were allocated, an error wrapping ErrInvalidArgument.
 // When the stream cannot be synchronized the memory is not freed (the
 // device may still use it) and the error says so; it may be deallocated
 // again later.
 func (s *System) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return systemHeap.free(kindSystem, s.rt, stream, ptr)
+	return systemHeap.free(kindSystem, s.rt, stream, ptr, bytes, 0)
 }
 
 // AllocateSync is Allocate.
@@ -112,56 +117,48 @@ func (s *System) Equal(other Resource) bool {
 // Kind returns "system".
 func (s *System) Kind() string { return kindSystem }
 
-// hostHeap is a set of live C heap allocations. Keeping it makes a double
-// free, or the free of a foreign pointer, an error instead of heap
-// corruption. sync.Map (a concurrent hash trie since Go 1.24) keeps
-// concurrent allocations and frees from contending on one lock.
-type hostHeap struct {
-	live sync.Map // uintptr -> unsafe.Pointer (the same address, as C gave it)
-}
+// hostHeap is C heap memory handed out by one group of equal resources and
+// recorded in a table, so that a double free, the free of a foreign pointer
+// or a wrong size is an error instead of heap corruption.
+type hostHeap struct{ live *liveTable }
 
-// systemHeap holds the allocations of System and SAMHeadroom resources.
-var systemHeap hostHeap
+// The heaps of System resources and of SAMHeadroom resources.
+var (
+	systemHeap = hostHeap{&systemLive}
+	samHeap    = hostHeap{&samLive}
+)
 
 // alloc takes bytes (at most maxAllocation) from the C heap, aligned to
-// DefaultAlignment, and records them.
-func (h *hostHeap) alloc(kind string, bytes uintptr) (uintptr, error) {
+// DefaultAlignment, and records them for owner.
+func (h hostHeap) alloc(kind string, bytes, owner uintptr) (uintptr, error) {
 	var errno C.int
 	p := C.rmmgo_host_alloc(C.size_t(bytes), C.size_t(DefaultAlignment), &errno)
 	if p == nil {
 		return 0, fmt.Errorf("%s: %w: the C heap could not provide %d bytes (error number %d)", kind, ErrOutOfMemory, bytes, int(errno))
 	}
 	ptr := uintptr(p)
-	h.live.Store(ptr, p)
+	h.live.add(ptr, bytes, owner)
 	return ptr, nil
 }
 
-// has reports whether ptr is a live allocation.
-func (h *hostHeap) has(ptr uintptr) bool {
-	_, ok := h.live.Load(ptr)
-	return ok
-}
+// has reports whether ptr is recorded (for tests).
+func (h hostHeap) has(ptr uintptr) bool { return h.live.has(ptr) }
 
-// free synchronizes stream on r and gives ptr back to the C heap. ptr 0 is
-// a no-op.
-func (h *hostHeap) free(kind string, r cudart.Runtime, stream Stream, ptr uintptr) error {
+// free synchronizes stream on r and gives ptr, recorded with bytes for
+// owner, back to the C heap. ptr 0 is a no-op. When the stream cannot be
+// synchronized nothing is freed and the record stays.
+func (h hostHeap) free(kind string, r cudart.Runtime, stream Stream, ptr, bytes, owner uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
-	if !h.has(ptr) {
-		return h.unknown(kind, ptr)
+	e, err := h.live.take(kind, ptr, bytes, owner)
+	if err != nil {
+		return err
 	}
 	if err := r.StreamSynchronize(stream); err != nil {
+		h.live.restore(ptr, e)
 		return cudaError(fmt.Sprintf("%s: synchronizing the stream before freeing %#x (not freed)", kind, ptr), err)
 	}
-	v, ok := h.live.LoadAndDelete(ptr)
-	if !ok { // freed by another goroutine meanwhile
-		return h.unknown(kind, ptr)
-	}
-	C.free(v.(unsafe.Pointer))
+	C.rmmgo_host_free(C.uintptr_t(ptr))
 	return nil
-}
-
-func (h *hostHeap) unknown(kind string, ptr uintptr) error {
-	return fmt.Errorf("%s: %w: %#x was not allocated by a %s resource, or was already deallocated", kind, ErrInvalidPointer, ptr, kind)
 }

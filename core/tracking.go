@@ -64,9 +64,12 @@ func (m TrackingMismatch) String() string {
 // was allocated with, is a caller's mistake that RMM only logs. Tracking
 // passes such a deallocation on to the upstream unchanged (the upstream
 // decides: base resources and sub-allocators reject what they did not hand
-// out) and records it; Mismatches returns them and Report lists them after
-// the outstanding allocations. AllocatedBytes always subtracts the size that
-// was tracked, so it stays exact.
+// out, and sizes they did not hand out) and, when the upstream accepts it,
+// records it; Mismatches returns them and Report lists them after the
+// outstanding allocations. A deallocation the upstream refuses changes
+// nothing here (its error goes to the caller): a tracked allocation stays
+// tracked. AllocatedBytes always subtracts the size that was tracked, so it
+// stays exact.
 //
 // Zero-byte allocations are not tracked. A pointer handed out twice while
 // tracked (an upstream's bug) replaces the first entry and is recorded as a
@@ -196,9 +199,6 @@ func (t *Tracking) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool
 		delete(t.live, ptr)
 		t.bytes -= entry.size
 	}
-	if !known || entry.size != bytes {
-		t.noteMismatch(TrackingMismatch{Pointer: ptr, Size: bytes, TrackedSize: entry.size, Known: known})
-	}
 	t.mu.Unlock()
 	if err := upDeallocate(t.upstream, s, ptr, bytes, alignment, sync); err != nil {
 		if known { // not freed: still outstanding
@@ -208,6 +208,11 @@ func (t *Tracking) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool
 			t.mu.Unlock()
 		}
 		return err
+	}
+	if !known || entry.size != bytes {
+		t.mu.Lock()
+		t.noteMismatch(TrackingMismatch{Pointer: ptr, Size: bytes, TrackedSize: entry.size, Known: known})
+		t.mu.Unlock()
 	}
 	return nil
 }

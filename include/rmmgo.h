@@ -326,7 +326,10 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
 /* Give back memory in stream order; bytes and alignment as allocated.
  * ptr == NULL is a no-op. Deallocating memory the resource did not hand out,
  * or twice, is answered with RMM_ERROR_INVALID_POINTER where the resource
- * can know (base resources and sub-allocators can). */
+ * can know (base resources and sub-allocators can), and a size other than
+ * was allocated with RMM_ERROR_INVALID_ARGUMENT where it can (base resources,
+ * pool and arena; fixed_size and binning bins accept any size up to the
+ * block, as RMM does); nothing is freed then. */
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
                           size_t alignment);
 /* The same without a stream: memory is ready for any use on return. */

@@ -37,7 +37,8 @@ type Action uint8
 const (
 	// ActionAllocate: an allocation succeeded (logged after it did).
 	ActionAllocate Action = iota + 1
-	// ActionFree: a deallocation (logged before the upstream frees).
+	// ActionFree: a deallocation (logged once the upstream accepted it,
+	// ahead of any allocation that reuses the memory).
 	ActionFree
 	// ActionAllocateFailure: an allocation failed; Pointer is 0.
 	ActionAllocateFailure

@@ -182,7 +182,7 @@ func parseTimeOfDay(s string) (time.Duration, error) {
 	m, err2 := strconv.Atoi(parts[1])
 	secStr, frac, _ := strings.Cut(parts[2], ".")
 	sec, err3 := strconv.Atoi(secStr)
-	if err1 != nil || err2 != nil || err3 != nil || h < 0 || m < 0 || m > 59 || sec < 0 || sec > 60 {
+	if err1 != nil || err2 != nil || err3 != nil || h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 60 {
 		return 0, bad
 	}
 	d := time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second

@@ -1,0 +1,174 @@
+package core
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Checked frees for the base resources.
+//
+// A base resource's allocation costs a CUDA call (or a C heap call), which
+// takes microseconds; recording the allocation beside it costs a hash, an
+// uncontended lock and a map update, a few tens of nanoseconds. So every
+// base resource records what it hands out, with the size asked for, and its
+// Deallocate gives the memory back only when the record matches:
+//
+//   - a pointer it never handed out (memory of another kind of resource, a
+//     block of a pool built over it, an interior pointer, a pointer already
+//     freed) is an error wrapping ErrInvalidPointer and reaches no CUDA or C
+//     free;
+//   - a pointer it handed out, freed with another size than was allocated, is
+//     an error wrapping ErrInvalidArgument, and the memory stays allocated
+//     (free it again with the right size).
+//
+// Which instances share a record follows Resource.Equal: memory allocated by
+// one resource may be freed by every resource equal to it. Stateless kinds
+// (cuda, managed, pinned_host, system) equal every instance of their type,
+// so each kind has one table for the process and any instance of the kind
+// frees memory any other handed out (on any device, as cudaFree does).
+// sam_headroom instances equal one another when they keep the same headroom:
+// the record carries the headroom. The pool-based kinds (cuda_async,
+// cuda_async_managed, cuda_async_view) equal one another when they allocate
+// from the same CUDA memory pool: they share one table whose records carry
+// the pool handle, so a view frees what its pool's owner handed out (and the
+// owner what the view handed out), and nothing from another pool.
+//
+// Memory that bypassed the resources (cudaMalloc called directly, memory
+// another library took from a pool a view wraps) is not recorded and is
+// refused: free it the way it was allocated.
+
+// liveShards is the number of independently locked parts of a table: enough
+// that goroutines freeing different pointers rarely meet on one lock.
+const liveShards = 64
+
+// liveTable records the allocations of one kind of base resource: pointer to
+// size and owner.
+type liveTable struct {
+	shards [liveShards]liveShard
+}
+
+// liveShard is one locked part of a table, padded so that two shards never
+// share a cache line.
+type liveShard struct {
+	mu sync.Mutex
+	m  map[uintptr]liveEntry
+	_  [64 - 16]byte
+}
+
+// liveEntry is what a table knows of one allocation.
+type liveEntry struct {
+	size  uintptr // the bytes asked for
+	owner uintptr // which equal instances may free it; see the kinds' tables
+	// owned (asyncLive only): the pool's owning resource handed it out, so
+	// the owner's Close frees it if it is still recorded then.
+	owned bool
+}
+
+// The tables, one per group of equal resources. owner is 0 in the stateless
+// kinds' tables, the headroom in samLive and the pool handle in asyncLive.
+var (
+	cudaLive, managedLive, pinnedHostLive, systemLive, samLive, asyncLive liveTable
+)
+
+// shard returns the shard that holds ptr. Base allocations are 256-byte
+// aligned, so the low bits carry nothing; a multiplicative hash spreads the
+// rest.
+func (t *liveTable) shard(ptr uintptr) *liveShard {
+	h := uint64(ptr>>8) * 0x9E3779B97F4A7C15
+	return &t.shards[h>>(64-6)]
+}
+
+// add records that ptr (not 0) was handed out with size bytes for owner. An
+// earlier record of ptr is replaced: the memory was just handed out, so that
+// record is stale (its memory was freed some way that bypassed the table,
+// e.g. by a runtime that was torn down).
+func (t *liveTable) add(ptr, size, owner uintptr) {
+	t.addEntry(ptr, liveEntry{size: size, owner: owner})
+}
+
+// addEntry records e for ptr (not 0), as add does.
+func (t *liveTable) addEntry(ptr uintptr, e liveEntry) {
+	s := t.shard(ptr)
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = make(map[uintptr]liveEntry)
+	}
+	s.m[ptr] = e
+	s.mu.Unlock()
+}
+
+// take removes the record of ptr when it says ptr was handed out with size
+// bytes for owner, and returns it; the caller frees the memory and, if that
+// fails, puts the record back with restore. Removing first means two
+// goroutines freeing the same pointer cannot both reach the free. A pointer
+// that is not recorded, or recorded for another owner, is an error wrapping
+// ErrInvalidPointer; a size that does not match is an error wrapping
+// ErrInvalidArgument, and the record stays.
+func (t *liveTable) take(kind string, ptr, size, owner uintptr) (liveEntry, error) {
+	s := t.shard(ptr)
+	s.mu.Lock()
+	e, ok := s.m[ptr]
+	if ok && e.owner == owner && e.size == size {
+		delete(s.m, ptr)
+		s.mu.Unlock()
+		return e, nil
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return liveEntry{}, fmt.Errorf("%s: %w: %#x was not allocated by a %s resource, or was already deallocated",
+			kind, ErrInvalidPointer, ptr, kind)
+	case e.owner != owner:
+		return liveEntry{}, fmt.Errorf("%s: %w: %#x was allocated by a %s resource that is not equal to this one (%s)",
+			kind, ErrInvalidPointer, ptr, kind, t.ownerWord(e.owner, owner))
+	default:
+		return liveEntry{}, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (nothing was freed)",
+			kind, ErrInvalidArgument, ptr, size, e.size)
+	}
+}
+
+// ownerWord says how two owners differ, in the table's terms.
+func (t *liveTable) ownerWord(had, want uintptr) string {
+	switch t {
+	case &samLive:
+		return fmt.Sprintf("it keeps a headroom of %d bytes, this one %d", had, want)
+	case &asyncLive:
+		return fmt.Sprintf("it allocates from memory pool %#x, this one from %#x", had, want)
+	}
+	return fmt.Sprintf("owner %#x, this one %#x", had, want)
+}
+
+// restore puts back a record take removed, when the memory could not be
+// freed after all.
+func (t *liveTable) restore(ptr uintptr, e liveEntry) {
+	t.addEntry(ptr, e)
+}
+
+// takeOwned removes and returns every record of owner marked owned: the
+// blocks a CUDA pool's owning resource handed out that nobody freed, which
+// its Close gives back before it destroys the pool. Records of the same
+// pool that views made stay: those blocks stay valid, as CUDA keeps them.
+func (t *liveTable) takeOwned(owner uintptr) []uintptr {
+	var out []uintptr
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		for p, e := range s.m {
+			if e.owner == owner && e.owned {
+				out = append(out, p)
+				delete(s.m, p)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// has reports whether ptr is recorded (for tests).
+func (t *liveTable) has(ptr uintptr) bool {
+	s := t.shard(ptr)
+	s.mu.Lock()
+	_, ok := s.m[ptr]
+	s.mu.Unlock()
+	return ok
+}
