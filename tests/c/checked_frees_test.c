@@ -13,18 +13,6 @@
 #include "rmmgo.h"
 #include "test_util.h"
 
-/* REQUIRE_VOID(call): call succeeds, or the calling test function stops. */
-#define REQUIRE_VOID(call)                                                                      \
-  do {                                                                                          \
-    rmm_status got_ = (call);                                                                   \
-    if (got_ != RMM_SUCCESS) {                                                                  \
-      fprintf(stderr, "FATAL %s:%d: %s\n  got %s\n  message: %s\n", __FILE__, __LINE__, #call, \
-              rmm_status_string(got_), rmm_last_error_message());                               \
-      test_failed_count++;                                                                      \
-      return;                                                                                   \
-    }                                                                                           \
-  } while (0)
-
 /* filled: n bytes at p read back as value. */
 static int filled(void* p, size_t n, int value) {
   unsigned char* buf = malloc(n);
@@ -42,7 +30,7 @@ static int refused(rmm_status s) {
   return s == RMM_ERROR_INVALID_POINTER || s == RMM_ERROR_INVALID_ARGUMENT;
 }
 
-static void pool_block_through_upstream(void) {
+static void test_pool_block_through_upstream(void) {
   rmm_resource_t cuda = NULL, pool = NULL;
   rmm_resource_options o;
   void *b = NULL, *d = NULL;
@@ -71,12 +59,12 @@ static void pool_block_through_upstream(void) {
   EXPECT_OK(rmm_resource_release(cuda));
 }
 
-static void wrong_sizes_and_kinds(void) {
+static void test_wrong_sizes_and_kinds(void) {
   rmm_resource_t cuda = NULL, cuda2 = NULL, managed = NULL;
   void *p = NULL, *m = NULL;
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda2));
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_MANAGED, NULL, &managed));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda2));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_MANAGED, NULL, &managed));
   EXPECT_OK(rmm_allocate_sync(cuda, 5000, 256, &p));
   EXPECT_STATUS(rmm_deallocate_sync(cuda, p, 4096, 256), RMM_ERROR_INVALID_ARGUMENT);
   EXPECT_MESSAGE_HAS("allocated with size 5000");
@@ -95,22 +83,22 @@ static void wrong_sizes_and_kinds(void) {
   EXPECT_OK(rmm_resource_release(cuda));
 }
 
-static void adaptors_keep_their_state(void) {
+static void test_adaptors_keep_their_state(void) {
   rmm_resource_t cuda = NULL, stats = NULL, lim = NULL, lg = NULL;
   rmm_resource_options o;
   rmm_statistics st;
   void *p = NULL, *q = NULL, *other = NULL;
   size_t charged = 0;
   const char* log = "checked_frees_test.csv";
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda));
   rmm_resource_options_init(&o);
   o.upstream = cuda;
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_STATISTICS, &o, &stats));
   o.allocation_limit = (size_t)1 << 20;
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_LIMITING, &o, &lim));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_LIMITING, &o, &lim));
   o.log_file = log;
   o.auto_flush = 1;
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_LOGGING, &o, &lg));
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_LOGGING, &o, &lg));
 
   /* Memory cuda handed out, but not through the adaptors. */
   EXPECT_OK(rmm_allocate_sync(cuda, 4096, 256, &other));
@@ -159,7 +147,7 @@ static void adaptors_keep_their_state(void) {
   EXPECT_OK(rmm_resource_release(cuda));
 }
 
-static void pools_of_cuda_async(void) {
+static void test_pools_of_cuda_async(void) {
   rmm_resource_t a = NULL, b = NULL;
   void* p = NULL;
   rmm_status s = rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC, NULL, &a);
@@ -167,8 +155,8 @@ static void pools_of_cuda_async(void) {
     printf("note: cuda_async is not supported here: skipped\n");
     return;
   }
-  REQUIRE_VOID(s);
-  REQUIRE_VOID(rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC, NULL, &b));
+  REQUIRE_OK(s);
+  REQUIRE_OK(rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC, NULL, &b));
   EXPECT_OK(rmm_allocate_sync(a, 4096, 256, &p));
   EXPECT_STATUS(rmm_deallocate_sync(b, p, 4096, 256), RMM_ERROR_INVALID_POINTER);
   EXPECT_MESSAGE_HAS("memory pool");
@@ -178,15 +166,26 @@ static void pools_of_cuda_async(void) {
   EXPECT_OK(rmm_resource_release(a));
 }
 
-int main(void) {
-  size_t free_before = 0, free_after = 0, total = 0;
-  REQUIRE_OK(rmm_mem_get_info(&free_before, &total));
-  pool_block_through_upstream();
-  wrong_sizes_and_kinds();
-  adaptors_keep_their_state();
-  pools_of_cuda_async();
+/* Device memory free before the tests; teardown checks every byte came back. */
+static size_t free_before;
+
+static int setup(void) {
+  size_t total = 0;
+  return rmm_mem_get_info(&free_before, &total) == RMM_SUCCESS ? 0 : 1;
+}
+
+static void teardown(void) {
+  size_t free_after = 0, total = 0;
   EXPECT_OK(rmm_device_synchronize());
   EXPECT_OK(rmm_mem_get_info(&free_after, &total));
   EXPECT(free_after == free_before);
-  return test_finish();
 }
+
+static const test_case tests[] = {
+    TEST(test_pool_block_through_upstream),
+    TEST(test_wrong_sizes_and_kinds),
+    TEST(test_adaptors_keep_their_state),
+    TEST(test_pools_of_cuda_async),
+};
+
+int main(int argc, char** argv) { return TEST_MAIN(argc, argv, tests, setup, teardown); }
