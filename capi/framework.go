@@ -100,6 +100,9 @@ func onDevice(device int, f func() error) error {
 func rmmgo_framework_allocate(which C.int, param C.uintptr_t, bytes C.size_t, device C.int, stream C.uintptr_t, out *C.uintptr_t) (st status) {
 	fn := fmt.Sprintf("%s(%d bytes, device %d)", framework(which), bytes, device)
 	defer recoverTo(fn, &st)
+	if err := streams.check(core.Stream(stream)); err != nil {
+		return fail(fn, err, statusInvalidArgument)
+	}
 	var e *entry
 	if param != 0 {
 		pe, err := reg.get(uintptr(param))
@@ -159,6 +162,9 @@ func rmmgo_framework_deallocate(which C.int, param C.uintptr_t, ptr C.uintptr_t,
 	p := uintptr(ptr)
 	if p == 0 {
 		return statusSuccess
+	}
+	if err := streams.check(core.Stream(stream)); err != nil {
+		return fail(fn, err, statusInvalidArgument)
 	}
 	s := shardOf(p)
 	s.mu.Lock()
