@@ -112,14 +112,18 @@
 //
 // Each resource is in a file named for it, as RMM's kinds are (pool.go,
 // arena.go, cuda_async.go, statistics.go, ...); per_device.go holds the
-// per-device table. Package core/eventlog reads and writes the
+// per-device table; cache.go is what a cache in front of the
+// sub-allocators needs from them (Cacheable: the C ABI's per-thread caches;
+// Go programs need none of it). Package core/eventlog reads and writes the
 // memory-event log that Logging writes, in RMM's CSV format. The machinery
 // behind the sub-allocators is internal: core/internal/heap is the
 // coalescing block heap of Pool and of Arena's global arena (with the
 // pool's magazines), core/internal/streamorder the stream-ordered free
 // lists that Pool, FixedSize and Arena share (stream ids, event records
-// and waits, shards per P), and core/internal/addr, errs and relaxed hold
-// the address arithmetic, the sentinel errors and the relaxed shared words.
+// and waits, shards per P), core/internal/cachepolicy the one policy for how
+// much memory caches and magazines may hold and when they give it back, and
+// core/internal/addr, errs and relaxed hold the address arithmetic, the
+// sentinel errors and the relaxed shared words.
 //
 // # Backends
 //

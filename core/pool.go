@@ -36,18 +36,19 @@ type PoolOptions struct {
 // alignments above 256 are refused (wrap the pool in an Aligned adaptor for
 // more). A request the free memory cannot hold first takes back the blocks
 // that caches in front of the pool hold (the C ABI's thread caches, see
-// Cacheable), then grows the pool by the request, an eighth of the pool's
-// size or 2 MiB, whichever is largest, and no further than the maximum,
-// halving the attempt while the upstream refuses. (RMM grows by the pool's
-// size, or by half the room left below the maximum: a pool that starts
-// empty then holds up to twice, or with a maximum many times, the memory
-// in use. Growing by an eighth keeps it within an eighth of the peak in use,
-// fragmentation aside, for a few more upstream calls.) Freed blocks merge with free neighbours of the same upstream
+// Cacheable), then grows the pool by the request, a sixteenth of the
+// pool's size or 2 MiB, whichever is largest, and no further than the
+// maximum, halving the attempt while the upstream refuses. (RMM grows by
+// the pool's size, or by half the room left below the maximum: a pool that
+// starts empty then holds up to twice, or with a maximum many times, the
+// memory in use. Growing by a sixteenth keeps it within a sixteenth of the
+// peak in use, fragmentation aside, for a few more upstream calls.) Freed
+// blocks merge with free neighbours of the same upstream
 // chunk, never across chunks; blocks up to 1 MiB first wait unmerged in a
 // magazine of their list, for allocations of exactly their size, and merge
 // when anything else needs them (before the pool grows, in particular).
 // Nothing returns to the upstream before Release or Close. The magazines
-// together hold at most a sixteenth of the pool (at least 1 MiB; see
+// together hold at most a sixteenth of the pool (at least 512 KiB; see
 // package cachepolicy).
 //
 // Memory freed on a stream is reused at once by that stream, and by other
@@ -162,7 +163,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 // growMin bytes, whichever is largest (see Pool).
 const (
 	growMin      = 2 << 20
-	growFraction = 8
+	growFraction = 16
 )
 
 // sizeToGrow is the pool's growth policy; 0 means no room. Sizes stay

@@ -73,10 +73,10 @@ func TestPoolOptions(t *testing.T) {
 	})
 }
 
-// TestPoolGrowth: the pool grows by the request, an eighth of its size or
-// 2 MiB, whichever is largest, up to its maximum (RMM grows by the pool's
-// size, or half the room left: see Pool); halving while the upstream
-// refuses.
+// TestPoolGrowth: the pool grows by the request, a sixteenth of its size
+// or 2 MiB, whichever is largest, up to its maximum (RMM grows by the
+// pool's size, or half the room left: see Pool); halving while the
+// upstream refuses.
 func TestPoolGrowth(t *testing.T) {
 	const mib = 1 << 20
 	t.Run("steps", func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestPoolGrowth(t *testing.T) {
 		defer p.Close()
 		// 1000 bytes: 2 MiB at least; 3 MiB: the request; 256 bytes once
 		// the pool holds 5 MiB and is full: 2 MiB again; 40 MiB, then 1
-		// KiB with the pool (47 MiB) full: an eighth of it.
+		// KiB with the pool (47 MiB) full: a sixteenth of it.
 		for _, s := range []uintptr{1000, 3 * mib, 2*mib - 1024, 256, 40 * mib} {
 			_, err := p.Allocate(DefaultStream, s, 256)
 			require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestPoolGrowth(t *testing.T) {
 		}
 		_, err := p.Allocate(DefaultStream, 1024, 256)
 		require.NoError(t, err)
-		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 47 * mib / 8 &^ 255}, up.sizes)
+		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 47 * mib / 16 &^ 255}, up.sizes)
 	})
 	t.Run("maximum", func(t *testing.T) {
 		up := newCountingUpstream(t)

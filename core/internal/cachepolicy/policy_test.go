@@ -5,7 +5,7 @@ import "testing"
 func TestBudgets(t *testing.T) {
 	for _, c := range []struct{ held, caches, mags uintptr }{
 		{0, ThreadCachesFloor, MagazinesFloor},
-		{16 << 20, ThreadCachesFloor, MagazinesFloor},
+		{8 << 20, ThreadCachesFloor, MagazinesFloor},
 		{1 << 30, 64 << 20, 64 << 20},
 	} {
 		if got := ThreadCaches(c.held); got != c.caches {

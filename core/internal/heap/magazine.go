@@ -240,10 +240,8 @@ func (h *Heap) magFlush(l *freeList, keepBytes uintptr, keepSlots int) {
 	}
 	if m.head == m.tail {
 		// Empty: start over at the ring's beginning (positions only grow,
-		// so the stale tops stay below head), and keep one quantum of the
-		// budget for the next frees.
+		// so the stale tops stay below head).
 		m.bytes, m.count = 0, 0
-		h.magRelease(m, cachepolicy.Quantum)
 	}
 }
 
@@ -274,10 +272,14 @@ func (h *Heap) magInsert(l *freeList, m *magazine, batch []magEntry) {
 	}
 }
 
-// magFlushAll empties l's magazine into its index. l.Mu is held.
+// magFlushAll empties l's magazine into its index, and gives its quota
+// back but one quantum, for the next frees. l.Mu is held.
 func (h *Heap) magFlushAll(l *freeList) {
 	if l.mag != nil && l.mag.head != l.mag.tail {
 		h.magFlush(l, 0, 0)
+	}
+	if l.mag != nil {
+		h.magRelease(l.mag, cachepolicy.Quantum)
 	}
 }
 
