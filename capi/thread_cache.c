@@ -1327,17 +1327,12 @@ recheck:
     if (st->n == 0) {
       out[nout++] = b;
     } else {
-      /* Full: half of the class, at most TC_MAX_DRAIN - 1 blocks and a
-       * refill's bytes, goes back in one crossing. They come off the top, so
-       * this costs O(m) however many the class holds (the oldest stay; reuse
-       * order is still LIFO). */
+      /* Full: half of the class, at most TC_MAX_DRAIN - 1 blocks, goes back
+       * in one crossing. They come off the top, so this costs O(m) however
+       * many the class holds (the oldest stay; reuse order is still LIFO). */
       uint32_t m = st->n / 2 > 0 ? st->n / 2 : 1;
-      size_t bb = atomic_load_explicit(&ms->batch_bytes, memory_order_relaxed) / size;
       if (m > TC_MAX_DRAIN - 1) {
         m = TC_MAX_DRAIN - 1;
-      }
-      if (m > bb) {
-        m = bb > 0 ? (uint32_t)bb : 1;
       }
       st->n -= m;
       memcpy(out, st->v + st->n, m * sizeof *out);
