@@ -152,7 +152,7 @@ func streamCreate(fn string, stream *C.rmm_stream_t, flags uint32) status {
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
-	s, err := r.StreamCreate(flags)
+	s, err := streams.create(r, flags)
 	if err != nil {
 		return fail(fn, err, statusCUDA)
 	}
@@ -172,10 +172,7 @@ func rmm_stream_destroy(stream C.rmm_stream_t) (st status) {
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
-	// Blocks cached under the stream go back to their resources on it
-	// while it still exists (a new stream may get the same handle later).
-	tcFlushStream(r, s)
-	if err := r.StreamDestroy(s); err != nil {
+	if err := streams.destroy(r, s); err != nil {
 		return fail(fn, err, statusCUDA)
 	}
 	return statusSuccess
@@ -189,7 +186,11 @@ func rmm_stream_synchronize(stream C.rmm_stream_t) (st status) {
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
-	if err := r.StreamSynchronize(streamValue(stream)); err != nil {
+	s := streamValue(stream)
+	if err := streams.check(s); err != nil {
+		return fail(fn, err, statusInvalidArgument)
+	}
+	if err := r.StreamSynchronize(s); err != nil {
 		return fail(fn, err, statusCUDA)
 	}
 	return statusSuccess
@@ -223,6 +224,9 @@ func rmm_memcpy(dst unsafe.Pointer, src C.rmmgo_const_voidp, bytes C.size_t, str
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
+	if err := streams.check(streamValue(stream)); err != nil {
+		return fail(fn, err, statusInvalidArgument)
+	}
 	if err := r.MemcpyAsync(uintptr(dst), uintptr(src), uintptr(bytes), cudart.MemcpyDefault, streamValue(stream)); err != nil {
 		return fail(fmt.Sprintf("%s(%#x <- %#x, %d bytes)", fn, uintptr(dst), uintptr(src), bytes), err, statusCUDA)
 	}
@@ -243,6 +247,9 @@ func rmm_memset(ptr unsafe.Pointer, value C.int, bytes C.size_t, stream C.rmm_st
 	if err != nil {
 		return fail(fn, err, statusBackendUnavailable)
 	}
+	if err := streams.check(streamValue(stream)); err != nil {
+		return fail(fn, err, statusInvalidArgument)
+	}
 	if err := r.MemsetAsync(uintptr(ptr), int(value), uintptr(bytes), streamValue(stream)); err != nil {
 		return fail(fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes), err, statusCUDA)
 	}
@@ -258,6 +265,9 @@ func rmm_prefetch(ptr C.rmmgo_const_voidp, bytes C.size_t, device C.int, stream 
 	}
 	if _, err := runtimeOrFail(); err != nil {
 		return fail(fn, err, statusBackendUnavailable)
+	}
+	if err := streams.check(streamValue(stream)); err != nil {
+		return fail(fn, err, statusInvalidArgument)
 	}
 	if err := core.PrefetchMemory(uintptr(ptr), uintptr(bytes), int(device), streamValue(stream)); err != nil {
 		return fail(fmt.Sprintf("%s(%#x, %d bytes, device %d)", fn, uintptr(ptr), bytes, device), err, statusInternal)

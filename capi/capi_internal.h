@@ -101,15 +101,20 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
 
 /* ------------------------------------------- the per-thread cache
  * thread_cache.c serves rmm_allocate, rmm_deallocate and
- * rmm_deallocate_sync from a per-thread cache of free blocks for bare pool,
- * arena, fixed_size and binning handles (docs/thread-cache.md); the Go
- * halves below do what the cache cannot. */
+ * rmm_deallocate_sync from a per-thread cache of free blocks for the
+ * handles of core.Cacheable resources (docs/thread-cache.md); the Go halves
+ * below (thread_cache.go) do what the cache cannot. */
 
-/* Kinds of handle the cache serves, as the registry publishes them. */
-#define RMMGO_TC_POOL 1
-#define RMMGO_TC_ARENA 2
-#define RMMGO_TC_FIXED_SIZE 3
-#define RMMGO_TC_BINNING 4
+/* A resource's core.CacheLimits, as the registry publishes them. */
+typedef struct rmmgo_tc_limits {
+  size_t max_request;     /* largest request served (0: none) */
+  size_t block;           /* every block's size (fixed_size), else 0 */
+  size_t budget;          /* bytes all threads' caches may hold for the handle */
+  size_t quantum;         /* unit in which a thread reserves budget */
+  size_t batch_bytes;     /* a refill takes at most this many bytes ... */
+  int batch_blocks;       /* ... and blocks */
+  int64_t exited_wait_ns; /* an exited thread's blocks wait this long for a taker */
+} rmmgo_tc_limits;
 
 /* A block taken out of the cache, to give back to its resource. */
 typedef struct rmmgo_tc_block {
@@ -119,61 +124,94 @@ typedef struct rmmgo_tc_block {
   size_t size; /* the size it was allocated with from the resource */
 } rmmgo_tc_block;
 
+/* One crossing into Go: a refill (allocate up to n blocks of size bytes
+ * into ptrs; got says how many) or a drain (deallocate the n blocks in
+ * ptrs), which first gives back the blocks in give (exited threads'). Go
+ * sets budget to the handle's budget now (0: unknown). bytes and alignment
+ * are the caller's request, for messages. */
+typedef struct rmmgo_tc_call {
+  uint64_t handle;
+  uintptr_t stream;
+  size_t size;
+  size_t bytes, alignment;
+  uintptr_t* ptrs;
+  int n;
+  int got;
+  size_t budget;
+  const rmmgo_tc_block* give;
+  size_t ngive;
+} rmmgo_tc_call;
+
+/* What a free the cache cannot take is (rmmgo_go_free_check). */
+#define RMMGO_TC_OK 0
+#define RMMGO_TC_SIZE 1     /* a live block of this handle, another size */
+#define RMMGO_TC_NOT_LIVE 2 /* a block the cache holds: a double free */
+#define RMMGO_TC_FOREIGN 3  /* a live block of another handle */
+/* Which call frees (for messages). */
+#define RMMGO_TC_FREE 0      /* rmm_deallocate */
+#define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */
+
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
  * environment turns it off; read once. */
 RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
-/* The registry's mirror: publish makes handle servable from C (kind one of
- * RMMGO_TC_*; limit: a fixed_size resource's block size, a binning
- * resource's largest bin; capacity: an arena's size, 0 if unbounded);
- * unpublish takes it back. */
-RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity);
+/* The registry's mirror: publish makes handle servable from C with its
+ * resource's limits (again, after an unpublish); unpublish takes it back. */
+RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* limits);
 RMMGO_INTERNAL void rmmgo_tc_unpublish(uint64_t handle);
-/* Refreshes the resource size a handle's pairs share (see tc_pair_bytes). */
-RMMGO_INTERNAL void rmmgo_tc_set_capacity(uint64_t handle, size_t capacity);
 
-/* The CUDA backend's cudaStreamGetId and cudaGetLastError, for C to call
- * (0 on the simulated backend, where C asks Go). */
-RMMGO_INTERNAL void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error);
+/* The CUDA backend's stream-id function (cuStreamGetId or cudaStreamGetId)
+ * and cudaGetLastError, for C to call (0 on the simulated backend, where C
+ * asks Go), and core's stream-key flag (core.StreamKeyOfID(0): the key of
+ * a stream of id i is i | key_flag). */
+RMMGO_INTERNAL void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag);
+/* rmm_stream_destroy retired a stream: threads ask Go again about the
+ * streams they checked (rmmgo_go_stream_live). */
+RMMGO_INTERNAL void rmmgo_tc_stream_retired(void);
 
-/* Takes out of every thread's cache and the orphan list the cached blocks of
+/* Takes out of every thread's cache and the depot the cached blocks of
  * handle (0: of every handle); with by_key, only those cached under stream
- * key `key` (orphans have no key and are left alone then). With drop_live,
- * the table also forgets the handle's live blocks. Returns a malloc'd array
- * the caller frees, and its length in *n (NULL and 0 when none). */
-/* For tests: runs the calling thread's exit handling of its cache now. */
-RMMGO_INTERNAL void rmmgo_tc_exit_mine(void);
+ * key `key`. With drop_live, the table also forgets the handle's live
+ * blocks. The quota of what it takes goes back to the budget. Returns a
+ * malloc'd array the caller frees, and its length in *n (NULL and 0 when
+ * none). */
 RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n);
 
-/* Takes the orphan list alone (as rmmgo_tc_collect returns blocks). */
-RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_take_orphans(size_t* n);
+/* Bytes of handle's blocks that the caches hold and no user does: cached
+ * blocks (threads' and the depot's) and the rounding of live blocks up to
+ * their class. O(threads), not O(blocks). */
+RMMGO_INTERNAL size_t rmmgo_tc_holding(uint64_t handle);
 
-/* Bytes of handle's (a pool's) blocks that its resource counts as used but
- * that the user does not hold: cached blocks, and the rounding of live ones
- * to their size class. */
-RMMGO_INTERNAL void rmmgo_tc_handle_bytes(uint64_t handle, size_t* cached, size_t* rounding);
+/* For tests: handle's budget, the part of it no pair reserved, and the
+ * bytes cached for it (threads and depot). */
+RMMGO_INTERNAL void rmmgo_tc_budget(uint64_t handle, size_t* budget, int64_t* unreserved, size_t* cached);
+
+/* For tests: runs the calling thread's exit handling of its cache now. */
+RMMGO_INTERNAL void rmmgo_tc_exit_mine(void);
 
 /* rmm_deallocate taking the pointer as an integer (for Go tests). */
 RMMGO_INTERNAL rmm_status rmmgo_tc_deallocate_at(rmm_resource_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes,
                                                  size_t alignment);
 
-/* Blocks the cache holds (live or cached) and threads with a cache, for
- * tests. */
-RMMGO_INTERNAL void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* orphans, size_t* caches);
+/* Blocks the table holds (live, cached), blocks in the depot, and threads
+ * with a cache, for tests. */
+RMMGO_INTERNAL void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* depot, size_t* caches);
 
 /* The Go halves (thread_cache.go). The first three are the uncached calls;
- * refill allocates up to n blocks of size bytes (bytes and alignment are the
- * caller's, for messages) into out; drain deallocates n blocks of size
- * bytes; drain_orphans gives back what exited threads left; stream_key
- * returns 0 and the stream's cache key, or nonzero when the stream is not
- * known. */
+ * refill and drain are the cache's one crossing per miss or full class
+ * (rmmgo_tc_call); free_check answers a free the cache cannot take (why:
+ * RMMGO_TC_*; which: RMMGO_TC_FREE*), success when the resource accepts a
+ * size that differs, else the error, with its message; stream_live returns
+ * 0 for a stream rmm_stream_destroy retired, 1 otherwise; stream_key (the
+ * simulated backend) returns 0 and the stream's key, or nonzero when the
+ * stream is not known. */
 rmm_status rmmgo_go_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr);
 rmm_status rmmgo_go_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment);
 rmm_status rmmgo_go_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_t alignment);
-rmm_status rmmgo_go_refill(uintptr_t handle, uintptr_t stream, size_t size, size_t bytes, size_t alignment, int n,
-                           uintptr_t* out, int* got);
-rmm_status rmmgo_go_drain(uintptr_t handle, uintptr_t stream, size_t size, uintptr_t* ptrs, int n);
-void rmmgo_go_drain_orphans(void);
+rmm_status rmmgo_go_refill(rmmgo_tc_call* call);
+rmm_status rmmgo_go_drain(rmmgo_tc_call* call);
+rmm_status rmmgo_go_free_check(uint64_t handle, int which, uintptr_t ptr, size_t bytes, size_t allocated, int why);
+int rmmgo_go_stream_live(uintptr_t stream);
 int rmmgo_go_stream_key(uintptr_t stream, uint64_t* key);
 
 #endif /* RMMGO_CAPI_INTERNAL_H */

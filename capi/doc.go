@@ -25,7 +25,11 @@
 //     rmm_allocate_sync and the queries every resource answers.
 //   - thread_cache.c: rmm_allocate, rmm_deallocate and rmm_deallocate_sync,
 //     served from a per-thread cache of blocks (docs/thread-cache.md), with
-//     their uncached Go halves in thread_cache.go.
+//     their uncached Go halves and each cached handle's front (a
+//     core.BlockCache attached to its core.Cacheable resource) in
+//     thread_cache.go.
+//   - streams.go: the streams the library made, and those rmm_stream_destroy
+//     retired (refused by every call from then on).
 //   - per_kind.go: the calls particular to one kind (rmm_pool_size,
 //     rmm_statistics_get, ...).
 //   - per_device.go: the current resource of each device.

@@ -140,6 +140,9 @@ func frameworkFailed(fn string, cst C.rmm_status) status {
 //export rmmgo_framework_allocate
 func rmmgo_framework_allocate(which C.int, param C.uintptr_t, bytes C.size_t, device C.int, stream C.uintptr_t, out *C.uintptr_t) (st status) {
 	defer recoverTo(frameworkName(which, false), &st)
+	if err := streams.check(core.Stream(stream)); err != nil {
+		return fail(allocateName(which, bytes, device), err, statusInvalidArgument)
+	}
 	var e *entry
 	if param != 0 {
 		pe, err := reg.get(uintptr(param))
@@ -194,6 +197,9 @@ func rmmgo_framework_deallocate(which C.int, param C.uintptr_t, ptr C.uintptr_t,
 	p := uintptr(ptr)
 	if p == 0 {
 		return statusSuccess
+	}
+	if err := streams.check(core.Stream(stream)); err != nil {
+		return fail(deallocateName(which, ptr, device), err, statusInvalidArgument)
 	}
 	s := shardOf(p)
 	s.mu.Lock()

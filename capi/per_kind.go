@@ -87,14 +87,10 @@ func rmm_pool_size(mr C.rmm_resource_t, bytes *C.size_t) status {
 
 //export rmm_pool_used_bytes
 func rmm_pool_used_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
-	return getSize("rmm_pool_used_bytes", mr, poolKinds, "bytes", bytes, func(p poolResource, e *entry) uintptr {
-		// Blocks the thread caches hold are not in use; nor is the rounding
-		// of live blocks to their cache class.
-		used, unused := p.UsedBytes(), tcUnusedBytes(e)
-		if unused > used {
-			unused = used // a racing allocation; never below zero
-		}
-		return used - unused
+	// The pool's own count: it leaves out what the thread caches hold (they
+	// are attached to it), as for every language.
+	return getSize("rmm_pool_used_bytes", mr, poolKinds, "bytes", bytes, func(p poolResource, _ *entry) uintptr {
+		return p.UsedBytes()
 	})
 }
 
@@ -102,9 +98,7 @@ func rmm_pool_used_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
 func rmm_pool_release(mr C.rmm_resource_t) status {
 	const fn = "rmm_pool_release"
 	return onKind(fn, mr, poolKinds, func(p poolResource, e *entry) status {
-		if e.cached {
-			tcFlush(e.handle) // cached blocks are free: let their chunks go too
-		}
+		tcFlush(e.handle) // cached blocks are free: let their chunks go too
 		if err := p.Release(); err != nil {
 			return fail(fn, err, statusInternal)
 		}
@@ -151,29 +145,17 @@ func addBin(fn string, b binningResource, e *entry, size uintptr, bin C.rmm_reso
 	}
 	// A new bin changes which resource serves a size class: no thread may
 	// cache for the binning resource meanwhile, and what is cached goes back
-	// to the resources it came from first.
-	added := false
-	if e.cached {
-		C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
-		tcFlush(e.handle)
-		defer func() {
-			// A bin that is not a bare fixed_size resource (an adaptor: it
-			// must see every call) turns the cache off for this handle.
-			if _, fixed := binRes.(*core.FixedSize); added && binRes != nil && !fixed {
-				e.tcOff.Store(true)
-			}
-			if _, ok := reg.lookup(e.handle); ok && !e.tcOff.Load() {
-				tcPublishKind(e)
-			}
-		}()
-	}
-	if err := b.AddBin(size, binRes); err != nil {
+	// to the resources it came from first; then the cache serves what the
+	// resource's new limits say (core.Binning.CacheLimits: not the sizes of
+	// a bin that is an adaptor, which must see every call).
+	var err error
+	tcWithout(e.handle, func() { err = b.AddBin(size, binRes) })
+	if err != nil {
 		if be != nil {
 			_ = reg.releaseEntry(be)
 		}
 		return fail(fn, err, statusInternal)
 	}
-	added = true
 	if be != nil {
 		e.addDep(be) // the binning resource holds its bin until it goes
 	}

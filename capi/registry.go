@@ -64,17 +64,10 @@ type entry struct {
 	index  uint32
 	gen    uint32
 	refs   atomic.Int64
-	// futileUntil: out-of-memory flushes of the thread caches are skipped
-	// until then (thread_cache.go).
-	futileUntil atomic.Int64
 	// owned: the C API made the resource, so the last release closes it.
 	owned bool
 	// device current when the C API made the resource; -1 when unknown.
 	device int
-	// cached: published to the C side's per-thread cache (thread_cache.go);
-	// tcOff: taken out of it for good (a binning resource got an adaptor bin).
-	cached bool
-	tcOff  atomic.Bool
 
 	mu   sync.Mutex // guards deps
 	deps []*entry   // references this entry holds, released after it closes

@@ -3,36 +3,47 @@
  * served from a per-thread cache of free blocks so that the common call
  * never crosses into Go (docs/thread-cache.md says why and how).
  *
- * The cache serves handles whose resource is a bare pool, arena, fixed_size
- * or binning resource (the registry publishes those in the mirror below);
- * every other handle, and every request the cache does not take (bytes == 0,
- * alignment other than a power of two <= 256, sizes above the largest
- * class), goes to the Go halves as before.
+ * The cache serves the handles the registry publishes in the mirror below:
+ * those whose resource is a core.Cacheable one (pool, arena, fixed_size,
+ * binning), with the limits that resource gave (which requests, how many
+ * bytes all threads together may keep). Every other handle, and every
+ * request the cache does not take (bytes == 0, alignment other than a power
+ * of two <= 256, sizes above the limit), goes to the Go halves.
  *
  * Pieces:
  *   - the mirror: slot index -> the full live handle (tag, generation,
- *     index), written by Go; a handle is served only if it equals the slot's
- *     value, so forged, stale and released handles fall through to Go, which
- *     reports them;
+ *     index) and its limits and budget, written by Go; a handle is served
+ *     only if it equals the slot's value, so forged, stale and released
+ *     handles fall through to Go, which reports them;
  *   - the table: every block the C side got from Go, ptr -> {handle, size
  *     class, size the user asked for, LIVE or CACHED}, sharded, one spinlock
  *     per shard; it makes frees exact (double frees, wrong sizes, another
  *     resource's memory);
  *   - per thread, per (handle, stream key), per size class: a LIFO of free
  *     blocks, under the cache's own spinlock (the owner takes it on every
- *     call; other threads only to flush);
- *   - the orphan list: blocks of threads that exited, given back by a later
- *     crossing (a pthread key destructor must not enter Go).
+ *     call; other threads only to collect blocks);
+ *   - the budget: each (thread, handle, stream) pair holds a quota of its
+ *     handle's budget, reserved a quantum at a time, and keeps at most that
+ *     many bytes, so all threads together keep at most the budget;
+ *   - the depot: pairs of threads that exited, taken over whole by a new
+ *     thread on the same handle and stream, or given back by the next call
+ *     into Go once they waited long enough (a pthread key destructor must
+ *     not enter Go).
  *
- * Lock order: tc_list_mu -> a cache's lock -> a shard's lock. No C lock is
- * held across a call into Go that can come back for it (refill, drain and
- * the flushes run with no cache lock held; the stream-key call of the
- * simulated backend takes none of these locks).
+ * A miss (refill) or a full class (drain) is ONE crossing into Go, which
+ * also carries back the depot's expired pairs. Go calls back into C only to
+ * collect blocks (a flush, a reclaim before its resource grows) and to read
+ * what the caches hold.
+ *
+ * Lock order: tc_list_mu -> tc_depot_mu -> a cache's lock -> a shard's
+ * lock. No C lock is held across a call into Go (refill, drain, the stream
+ * checks).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,51 +53,51 @@
 
 #include "capi_internal.h"
 
-/* ------------------------------------------------------------- policy */
+/* ----------------------------------------------------------- size classes */
 
 /* Size classes: 256-byte steps up to 4 KiB (classes 0..15), then four per
- * power of two up to 4 MiB (16..55). Larger requests are not cached. */
-enum { TC_SMALL_CLASSES = 16, TC_CLASSES = 56, TC_PAIRS = 16, TC_SHARDS = 64, TC_MAX_BATCH = 32, TC_MAX_DRAIN = 64 };
+ * power of two up to 4 MiB (16..55): a block is at most 1/4 larger than the
+ * request it serves. (Eight per power of two halve that and left the pool
+ * of the thread-churn workload about 0.05x smaller, but spread the cached
+ * blocks over twice the stacks: the random medium workload missed so much
+ * more often that it ran 1.5-2x slower.) A handle's limit (its resource's
+ * CacheLimits, never above 4 MiB) says which classes it serves. These sizes
+ * are the cache's own mechanism; what it may hold is the policy Go hands
+ * it. */
+enum {
+  TC_SMALL_CLASSES = 16,
+  TC_STEPS = 4, /* classes per power of two above 4 KiB */
+  TC_CLASSES = TC_SMALL_CLASSES + 10 * TC_STEPS,
+  TC_PAIRS = 16,
+  TC_SHARDS = 64,
+  TC_BUF = 64, /* most blocks one refill crossing takes */
+  TC_MAX_DRAIN = 64
+};
 #define TC_SMALL_LIMIT ((size_t)4096)
-#define TC_MAX_SIZE ((size_t)4 << 20)
-/* A refill takes at most this many bytes (and TC_MAX_BATCH blocks). */
-#define TC_REFILL_BYTES ((size_t)1 << 20)
-/* What one (thread, handle, stream) may cache: the handle's share of an
- * eighth of its resource's size (its capacity, which Go refreshes on every
- * refill), split among the pairs bound to the handle, so that all threads
- * together park at most about an eighth of the resource; at least
- * TC_PAIR_MIN_BYTES. An arena's pairs hold at most 1/64 of it each (its
- * per-thread arenas and superblocks make parked memory costlier there). */
-#define TC_PAIR_MIN_BYTES ((size_t)8 << 20)
+#define TC_CLASS_MAX ((size_t)4 << 20)
 /* A class's stack grows by doubling up to this many blocks. */
 #define TC_STACK_MAX ((uint32_t)1 << 24)
-/* Stream keys of streams other than the legacy default stream. */
-#define TC_KEY_NONDEFAULT ((uint64_t)1 << 63)
+/* Stream-check memo entries per thread. */
+enum { TC_STREAM_MEMO = 4 };
 
 static int tc_class_of(size_t bytes) {
   if (bytes <= TC_SMALL_LIMIT) {
     return (int)((bytes + 255) / 256) - 1;
   }
   unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(bytes - 1)); /* 2^k < bytes <= 2^(k+1) */
-  size_t base = (size_t)1 << k, step = base >> 2;
-  size_t j = (bytes - base + step - 1) / step; /* 1..4 */
-  return TC_SMALL_CLASSES + (int)(k - 12) * 4 + (int)(j - 1);
+  size_t base = (size_t)1 << k, step = base / TC_STEPS;
+  size_t j = (bytes - base + step - 1) / step; /* 1..TC_STEPS */
+  return TC_SMALL_CLASSES + (int)(k - 12) * TC_STEPS + (int)(j - 1);
 }
 
 static size_t tc_class_size(int c) {
   if (c < TC_SMALL_CLASSES) {
     return (size_t)(c + 1) * 256;
   }
-  unsigned k = 12u + (unsigned)(c - TC_SMALL_CLASSES) / 4;
-  size_t j = (size_t)((c - TC_SMALL_CLASSES) % 4) + 1;
-  return ((size_t)1 << k) + j * ((size_t)1 << (k - 2));
+  unsigned k = 12u + (unsigned)(c - TC_SMALL_CLASSES) / TC_STEPS;
+  size_t j = (size_t)((c - TC_SMALL_CLASSES) % TC_STEPS) + 1;
+  return ((size_t)1 << k) + j * (((size_t)1 << k) / TC_STEPS);
 }
-
-static int tc_batch(size_t size, size_t pair_bytes) {
-  size_t b = (TC_REFILL_BYTES < pair_bytes ? TC_REFILL_BYTES : pair_bytes) / size;
-  return b < 1 ? 1 : b > TC_MAX_BATCH ? TC_MAX_BATCH : (int)b;
-}
-
 
 /* ------------------------------------------------------------ on / off */
 
@@ -130,6 +141,12 @@ static inline void tc_lock(atomic_int* l) {
 
 static inline void tc_unlock(atomic_int* l) { atomic_store_explicit(l, 0, memory_order_release); }
 
+static int64_t tc_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* --------------------------------------------------------------- mirror */
 
 #define TC_INDEX_BITS 24
@@ -138,22 +155,23 @@ static inline void tc_unlock(atomic_int* l) { atomic_store_explicit(l, 0, memory
 
 typedef struct {
   _Atomic uint64_t handle; /* the live handle of this slot, 0 when none */
-  atomic_int kind;
-  _Atomic size_t limit;
-  _Atomic size_t capacity; /* the resource's size as Go last saw it; 0: unknown */
-  atomic_int pairs;        /* thread pairs bound to the handle */
+  /* The resource's core.CacheLimits, as Go last published them. */
+  _Atomic size_t max_request; /* largest request served */
+  _Atomic size_t block;       /* every block's size (fixed_size), else 0 */
+  _Atomic size_t quantum;
+  _Atomic size_t batch_bytes;
+  atomic_int batch_blocks;
+  _Atomic int64_t exited_wait_ns;
+  _Atomic size_t budget; /* bytes all pairs of the handle may keep */
+  _Atomic int64_t avail; /* the part of budget no pair or depot entry reserved */
+  /* Rounding (class size - the user's size) of live blocks counted by
+   * pairs that left the handle (their thread exited, or they were bound to
+   * another handle); see rmmgo_tc_holding. */
+  _Atomic int64_t round_gone;
+  /* The handle last published here: the budget's and round_gone's owner,
+   * also while it is unpublished for a moment (rmm_binning_add_bin). */
+  _Atomic uint64_t last;
 } tc_mslot;
-
-/* The bytes one pair of s may cache (see TC_PAIR_MIN_BYTES). */
-static size_t tc_pair_bytes(tc_mslot* s) {
-  size_t cap = atomic_load_explicit(&s->capacity, memory_order_relaxed);
-  if (atomic_load_explicit(&s->kind, memory_order_relaxed) == RMMGO_TC_ARENA) {
-    return cap / 64 < TC_PAIR_MIN_BYTES ? cap / 64 : TC_PAIR_MIN_BYTES;
-  }
-  int n = atomic_load_explicit(&s->pairs, memory_order_relaxed);
-  size_t share = cap / 8 / (size_t)(n > 1 ? n : 1);
-  return share > TC_PAIR_MIN_BYTES ? share : TC_PAIR_MIN_BYTES;
-}
 
 static _Atomic(tc_mslot*) tc_mirror[((size_t)1 << TC_INDEX_BITS) / TC_MCHUNK];
 static pthread_mutex_t tc_mirror_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -163,7 +181,6 @@ static tc_mslot* tc_mslot_of(uint64_t h, bool make) {
   _Atomic(tc_mslot*)* cp = &tc_mirror[index >> TC_MCHUNK_BITS];
   tc_mslot* chunk = atomic_load_explicit(cp, memory_order_acquire);
   if (chunk == NULL && make) {
-    pthread_mutex_lock(&tc_mirror_mu);
     chunk = atomic_load_explicit(cp, memory_order_acquire);
     if (chunk == NULL) {
       chunk = calloc(TC_MCHUNK, sizeof *chunk); /* kept for the process's life */
@@ -171,30 +188,8 @@ static tc_mslot* tc_mslot_of(uint64_t h, bool make) {
         atomic_store_explicit(cp, chunk, memory_order_release);
       }
     }
-    pthread_mutex_unlock(&tc_mirror_mu);
   }
   return chunk == NULL ? NULL : &chunk[index & (TC_MCHUNK - 1)];
-}
-
-void rmmgo_tc_publish(uint64_t handle, int kind, size_t limit, size_t capacity) {
-  tc_mslot* s = tc_mslot_of(handle, true);
-  if (s == NULL || handle == 0) {
-    return; /* no memory for the mirror: the handle is simply not cached */
-  }
-  atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
-  atomic_store_explicit(&s->limit, limit, memory_order_relaxed);
-  atomic_store_explicit(&s->capacity, capacity, memory_order_relaxed);
-  atomic_store_explicit(&s->pairs, 0, memory_order_relaxed);
-  atomic_store_explicit(&s->handle, handle, memory_order_seq_cst);
-}
-
-void rmmgo_tc_unpublish(uint64_t handle) {
-  tc_mslot* s = tc_mslot_of(handle, false);
-  if (s == NULL) {
-    return;
-  }
-  uint64_t expected = handle;
-  atomic_compare_exchange_strong(&s->handle, &expected, 0);
 }
 
 /* The mirror slot of handle h if h is published, else NULL. */
@@ -209,40 +204,99 @@ static inline tc_mslot* tc_mirror_find(uint64_t h) {
   return s;
 }
 
-void rmmgo_tc_set_capacity(uint64_t handle, size_t capacity) {
-  tc_mslot* s = tc_mirror_find(handle);
-  if (s != NULL) {
-    atomic_store_explicit(&s->capacity, capacity, memory_order_relaxed);
+/* The slot that keeps handle h's budget: its mirror slot while h is the
+ * handle last published there (served or not), else NULL (h is gone, and
+ * its budget with it). */
+static inline tc_mslot* tc_account(uint64_t h) {
+  if (h == 0) {
+    return NULL;
   }
+  tc_mslot* s = tc_mslot_of(h, false);
+  if (s == NULL || atomic_load_explicit(&s->last, memory_order_acquire) != h) {
+    return NULL;
+  }
+  return s;
 }
-
 
 static inline bool tc_alive(tc_mslot* s, uint64_t h) {
   return atomic_load_explicit(&s->handle, memory_order_seq_cst) == h;
 }
 
+/* Sets the budget of s; what it adds or takes goes to avail. */
+static void tc_set_budget(tc_mslot* s, size_t budget) {
+  size_t old = atomic_exchange_explicit(&s->budget, budget, memory_order_relaxed);
+  if (old != budget) {
+    atomic_fetch_add_explicit(&s->avail, (int64_t)budget - (int64_t)old, memory_order_relaxed);
+  }
+}
+
+/* Gives n bytes of reserved budget back to handle h, unless h is gone
+ * (and its budget with it). */
+static void tc_unreserve(uint64_t h, size_t n) {
+  tc_mslot* s = n != 0 ? tc_account(h) : NULL;
+  if (s != NULL) {
+    atomic_fetch_add_explicit(&s->avail, (int64_t)n, memory_order_relaxed);
+  }
+}
+
+void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* lim) {
+  if (handle == 0 || lim == NULL || lim->max_request == 0) {
+    return;
+  }
+  pthread_mutex_lock(&tc_mirror_mu);
+  tc_mslot* s = tc_mslot_of(handle, true);
+  if (s == NULL) {
+    pthread_mutex_unlock(&tc_mirror_mu);
+    return; /* no memory for the mirror: the handle is simply not cached */
+  }
+  atomic_store_explicit(&s->max_request, lim->max_request < TC_CLASS_MAX ? lim->max_request : TC_CLASS_MAX,
+                        memory_order_relaxed);
+  atomic_store_explicit(&s->block, lim->block, memory_order_relaxed);
+  atomic_store_explicit(&s->quantum, lim->quantum > 0 ? lim->quantum : 1, memory_order_relaxed);
+  atomic_store_explicit(&s->batch_bytes, lim->batch_bytes, memory_order_relaxed);
+  atomic_store_explicit(&s->batch_blocks, lim->batch_blocks < 1 ? 1 : lim->batch_blocks > TC_BUF ? TC_BUF : lim->batch_blocks,
+                        memory_order_relaxed);
+  atomic_store_explicit(&s->exited_wait_ns, lim->exited_wait_ns, memory_order_relaxed);
+  if (atomic_load_explicit(&s->last, memory_order_relaxed) != handle) {
+    /* A new handle in this slot: a budget of its own. */
+    atomic_store_explicit(&s->budget, lim->budget, memory_order_relaxed);
+    atomic_store_explicit(&s->avail, (int64_t)lim->budget, memory_order_relaxed);
+    atomic_store_explicit(&s->round_gone, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->last, handle, memory_order_release);
+  } else {
+    /* The same handle again: what its pairs reserved stays reserved. */
+    tc_set_budget(s, lim->budget);
+  }
+  atomic_store_explicit(&s->handle, handle, memory_order_seq_cst);
+  pthread_mutex_unlock(&tc_mirror_mu);
+}
+
+void rmmgo_tc_unpublish(uint64_t handle) {
+  tc_mslot* s = tc_mslot_of(handle, false);
+  if (s == NULL) {
+    return;
+  }
+  uint64_t expected = handle;
+  atomic_compare_exchange_strong(&s->handle, &expected, 0);
+}
+
 /* The class and class size of a request of bytes to the handle of slot s;
  * false when the cache does not take it. */
-static bool tc_classify(tc_mslot* s, size_t bytes, int* cls, size_t* size) {
-  int kind = atomic_load_explicit(&s->kind, memory_order_relaxed);
-  size_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
-  if (kind == RMMGO_TC_FIXED_SIZE) {
-    /* One class: the block size. */
-    if (bytes > limit || limit > TC_MAX_SIZE || limit == 0) {
-      return false;
-    }
-    *cls = 0;
-    *size = limit;
-    return true;
-  }
-  if (bytes > TC_MAX_SIZE) {
+static inline bool tc_classify(tc_mslot* s, size_t bytes, int* cls, size_t* size) {
+  size_t limit = atomic_load_explicit(&s->max_request, memory_order_relaxed);
+  if (bytes > limit) {
     return false;
+  }
+  size_t block = atomic_load_explicit(&s->block, memory_order_relaxed);
+  if (block != 0) {
+    *cls = 0; /* one class: the block */
+    *size = block;
+    return true;
   }
   int c = tc_class_of(bytes);
   size_t sz = tc_class_size(c);
-  /* binning: only sizes a bin serves (the upstream's are not cached). */
-  if (kind == RMMGO_TC_BINNING && sz > limit) {
-    return false;
+  if (sz > limit) {
+    return false; /* the class's blocks would come from beyond the limit */
   }
   *cls = c;
   *size = sz;
@@ -255,37 +309,20 @@ typedef int (*tc_get_id_fn)(void* stream, unsigned long long* id);
 typedef int (*tc_get_last_error_fn)(void);
 static _Atomic(uintptr_t) tc_get_id;
 static _Atomic(uintptr_t) tc_get_last_error;
+/* core's stream key of a stream of id i is i | tc_key_flag (Go hands it
+ * over: core.StreamKeyOfID(0)). */
+static _Atomic uint64_t tc_key_flag;
+/* Bumped by Go each time rmm_stream_destroy retires a stream: a thread
+ * asks Go again about the streams it checked before. */
+static _Atomic uint64_t tc_stream_epoch = 1;
 
-void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error) {
+void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag) {
+  atomic_store(&tc_key_flag, key_flag);
   atomic_store(&tc_get_last_error, get_last_error);
   atomic_store(&tc_get_id, get_id);
 }
 
-/* The cache key of stream, as core computes it: 0 for the legacy default
- * stream (0 and cudaStreamLegacy), else the CUDA stream id (never the
- * handle, which CUDA may reuse after a destroy). Nonzero when the stream is
- * not known: the caller then goes to Go, which reports it. */
-static int tc_stream_key(rmm_stream_t stream, uint64_t* key) {
-  uintptr_t s = (uintptr_t)stream;
-  if (s == 0 || s == 1) {
-    *key = 0;
-    return 0;
-  }
-  uintptr_t fn = atomic_load_explicit(&tc_get_id, memory_order_relaxed);
-  if (fn != 0) {
-    unsigned long long id = 0;
-    if (((tc_get_id_fn)fn)((void*)s, &id) != 0) {
-      uintptr_t le = atomic_load_explicit(&tc_get_last_error, memory_order_relaxed);
-      if (le != 0) {
-        (void)((tc_get_last_error_fn)le)(); /* as every rmmgo call, leave no error behind */
-      }
-      return -1;
-    }
-    *key = (uint64_t)id | TC_KEY_NONDEFAULT;
-    return 0;
-  }
-  return rmmgo_go_stream_key(s, key);
-}
+void rmmgo_tc_stream_retired(void) { atomic_fetch_add(&tc_stream_epoch, 1); }
 
 /* ---------------------------------------------------------------- table */
 
@@ -427,9 +464,12 @@ typedef struct {
 typedef struct {
   uint64_t handle; /* 0: unbound */
   uint64_t key;
-  size_t fixed; /* a fixed_size handle's block size (its one class), else 0 */
-  size_t bytes; /* cached bytes */
-  size_t blocks;
+  size_t fixed;   /* a fixed-size handle's block size (its one class), else 0 */
+  size_t bytes;   /* cached bytes */
+  size_t quota;   /* budget reserved (>= bytes) */
+  int64_t round;  /* class size - user's size, of live blocks handed out or taken back here */
+  size_t blocks;  /* cached blocks */
+  int64_t since;  /* in the depot: when its thread exited */
   tc_stack cls[TC_CLASSES];
 } tc_pair;
 
@@ -438,6 +478,10 @@ typedef struct tc_cache {
   char pad_[64 - sizeof(atomic_int)];
   tc_pair* pairs[TC_PAIRS];
   int hint;
+  /* Streams Go said were not retired, and the epoch it said so in. */
+  uintptr_t memo_stream[TC_STREAM_MEMO];
+  uint64_t memo_epoch[TC_STREAM_MEMO];
+  int memo_next;
   struct tc_cache* prev;
   struct tc_cache* next;
 } __attribute__((aligned(64))) tc_cache;
@@ -447,23 +491,13 @@ static inline size_t tc_pair_class_size(const tc_pair* p, int c) { return p->fix
 static pthread_mutex_t tc_list_mu = PTHREAD_MUTEX_INITIALIZER;
 static tc_cache* tc_list; /* every thread's cache, under tc_list_mu */
 
-/* Blocks of threads that exited, under tc_list_mu; their table entries stay
- * CACHED until they are given back. */
-static rmmgo_tc_block* tc_orphans;
-static size_t tc_norphans, tc_orphans_cap;
-static atomic_size_t tc_orphan_count;
-/* When a thread last left blocks there (CLOCK_MONOTONIC, ns). Orphans are
- * given back to Go only once none arrived for TC_ORPHAN_WAIT_NS: until then
- * a new thread on the same handle and stream adopts them (a thread pool
- * that replaces its threads keeps its caches). */
-static _Atomic int64_t tc_orphaned_ns;
-#define TC_ORPHAN_WAIT_NS ((int64_t)100 * 1000 * 1000)
-
-static int64_t tc_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+/* The depot: pairs of threads that exited, with their blocks (CACHED in
+ * the table: a free of one is still a double free) and their quota. Under
+ * tc_depot_mu; tc_depot_n is its length, for a look without the lock. */
+static pthread_mutex_t tc_depot_mu = PTHREAD_MUTEX_INITIALIZER;
+static tc_pair** tc_depot;
+static size_t tc_ndepot, tc_depot_cap;
+static atomic_size_t tc_depot_n;
 
 static __thread tc_cache* tc_mine;
 static pthread_key_t tc_key;
@@ -503,6 +537,27 @@ static tc_cache* tc_cache_mine(void) {
   return c;
 }
 
+static void tc_pair_free(tc_pair* p) {
+  for (int k = 0; k < TC_CLASSES; k++) {
+    free(p->cls[k].v);
+  }
+  free(p);
+}
+
+/* Lets p go of its handle: its quota back to the budget, the rounding it
+ * counted to the handle's round_gone. p holds no blocks. */
+static void tc_pair_unbind(tc_pair* p) {
+  tc_mslot* ms = tc_account(p->handle);
+  if (ms != NULL) {
+    atomic_fetch_add_explicit(&ms->avail, (int64_t)p->quota, memory_order_relaxed);
+    if (p->round != 0) {
+      atomic_fetch_add_explicit(&ms->round_gone, p->round, memory_order_relaxed);
+    }
+  }
+  p->quota = 0;
+  p->round = 0;
+}
+
 /* The pair of (h, key) in c, bound on first use to a free (or empty) pair;
  * NULL when all TC_PAIRS hold blocks of other pairs. Under c's lock. */
 static tc_pair* tc_pair_for(tc_cache* c, uint64_t h, uint64_t key, size_t fixed) {
@@ -536,17 +591,8 @@ static tc_pair* tc_pair_for(tc_cache* c, uint64_t h, uint64_t key, size_t fixed)
     }
   }
   p = c->pairs[spare];
-  if (p->handle != 0 && p->handle != h) {
-    tc_mslot* old = tc_mirror_find(p->handle);
-    if (old != NULL) {
-      atomic_fetch_sub_explicit(&old->pairs, 1, memory_order_relaxed);
-    }
-  }
   if (p->handle != h) {
-    tc_mslot* ms = tc_mirror_find(h);
-    if (ms != NULL) {
-      atomic_fetch_add_explicit(&ms->pairs, 1, memory_order_relaxed);
-    }
+    tc_pair_unbind(p);
   }
   p->handle = h;
   p->key = key;
@@ -575,8 +621,42 @@ static bool tc_stack_room(tc_stack* st) {
   return true;
 }
 
-/* Moves every block of pair p into out (grown as needed), forgetting them
- * in the table. Stops early (leaving the rest cached) if out cannot grow. */
+/* Reserves budget for p to hold `more` bytes more than it does: a quantum
+ * at a time, or what is missing when the budget has less left. Under the
+ * cache's lock; touches the handle's shared account only when p's quota
+ * runs out. */
+static bool tc_reserve(tc_mslot* ms, tc_pair* p, size_t more) {
+  if (p->bytes + more <= p->quota) {
+    return true;
+  }
+  size_t need = p->bytes + more - p->quota;
+  size_t q = atomic_load_explicit(&ms->quantum, memory_order_relaxed);
+  size_t tries[2] = {need > q ? need : q, need};
+  for (int t = 0; t < 2; t++) {
+    int64_t want = (int64_t)tries[t];
+    int64_t avail = atomic_load_explicit(&ms->avail, memory_order_relaxed);
+    while (avail >= want) {
+      if (atomic_compare_exchange_weak_explicit(&ms->avail, &avail, avail - want, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        p->quota += (size_t)want;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* Gives back the part of p's quota above what it holds plus one quantum.
+ * Under the cache's lock. */
+static void tc_trim_quota(tc_mslot* ms, tc_pair* p) {
+  size_t keep = p->bytes + atomic_load_explicit(&ms->quantum, memory_order_relaxed);
+  if (p->quota > keep) {
+    atomic_fetch_add_explicit(&ms->avail, (int64_t)(p->quota - keep), memory_order_relaxed);
+    p->quota = keep;
+  }
+}
+
+/* Appends a block to a growing array. */
 static bool tc_out_push(rmmgo_tc_block** out, size_t* n, size_t* cap, uint64_t h, uint64_t key, uintptr_t ptr,
                         size_t size) {
   if (*n == *cap) {
@@ -596,45 +676,34 @@ static bool tc_out_push(rmmgo_tc_block** out, size_t* n, size_t* cap, uint64_t h
   return true;
 }
 
-static void tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap, bool forget) {
+/* Moves every block of p into out (grown as needed), forgetting them in
+ * the table. Stops early (leaving the rest cached) if out cannot grow.
+ * Returns whether it took them all. */
+static bool tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap) {
   for (int k = 0; k < TC_CLASSES; k++) {
     tc_stack* st = &p->cls[k];
     size_t size = tc_pair_class_size(p, k);
     while (st->n > 0) {
       uintptr_t b = st->v[st->n - 1];
       if (!tc_out_push(out, n, cap, p->handle, p->key, b, size)) {
-        return;
+        return false;
       }
       st->n--;
       p->bytes -= size;
       p->blocks--;
-      if (forget) {
-        tc_forget(b);
-      }
+      tc_forget(b);
     }
   }
+  return true;
 }
 
 /* The key's destructor: runs as the thread exits, must not enter Go. Its
- * blocks go to the orphan list, given back by a later crossing. */
+ * pairs that hold blocks go to the depot, with their quota; the others let
+ * go of their handles. */
 static void tc_thread_exit(void* arg) {
   tc_cache* c = arg;
   tc_mine = NULL;
   pthread_mutex_lock(&tc_list_mu);
-  tc_lock(&c->lock);
-  for (int i = 0; i < TC_PAIRS; i++) {
-    tc_pair* p = c->pairs[i];
-    if (p != NULL) {
-      /* Table entries stay CACHED: a free of one is still a double free. */
-      tc_pair_take(p, &tc_orphans, &tc_norphans, &tc_orphans_cap, false);
-      tc_mslot* ms = p->handle != 0 ? tc_mirror_find(p->handle) : NULL;
-      if (ms != NULL) {
-        atomic_fetch_sub_explicit(&ms->pairs, 1, memory_order_relaxed);
-      }
-    }
-  }
-  atomic_store(&tc_orphan_count, tc_norphans);
-  atomic_store(&tc_orphaned_ns, tc_now_ns());
   if (c->prev != NULL) {
     c->prev->next = c->next;
   } else {
@@ -643,19 +712,44 @@ static void tc_thread_exit(void* arg) {
   if (c->next != NULL) {
     c->next->prev = c->prev;
   }
-  tc_unlock(&c->lock);
+  /* Nobody else can reach c now: collects walk tc_list under tc_list_mu. */
+  pthread_mutex_lock(&tc_depot_mu);
   pthread_mutex_unlock(&tc_list_mu);
-  /* Blocks that did not fit the orphan list (no memory) are lost to the
-   * cache; their resource still counts them until it is closed. */
+  int64_t now = tc_now_ns();
   for (int i = 0; i < TC_PAIRS; i++) {
     tc_pair* p = c->pairs[i];
-    if (p != NULL) {
-      for (int k = 0; k < TC_CLASSES; k++) {
-        free(p->cls[k].v);
-      }
-      free(p);
+    if (p == NULL) {
+      continue;
     }
+    c->pairs[i] = NULL;
+    /* Its rounding stays counted for the handle, by the handle. */
+    tc_mslot* ms = tc_account(p->handle);
+    if (ms != NULL && p->round != 0) {
+      atomic_fetch_add_explicit(&ms->round_gone, p->round, memory_order_relaxed);
+    }
+    p->round = 0;
+    if (p->blocks > 0) {
+      if (tc_ndepot == tc_depot_cap) {
+        size_t nc = tc_depot_cap == 0 ? 64 : tc_depot_cap * 2;
+        tc_pair** d = realloc(tc_depot, nc * sizeof *d);
+        if (d != NULL) {
+          tc_depot = d;
+          tc_depot_cap = nc;
+        }
+      }
+      if (tc_ndepot < tc_depot_cap) {
+        p->since = now;
+        tc_depot[tc_ndepot++] = p;
+        continue;
+      }
+      /* No host memory for the depot: the blocks stay allocated in their
+       * resource until it closes (and their table entries until then). */
+    }
+    tc_pair_unbind(p);
+    tc_pair_free(p);
   }
+  atomic_store(&tc_depot_n, tc_ndepot);
+  pthread_mutex_unlock(&tc_depot_mu);
   free(c);
 }
 
@@ -668,7 +762,92 @@ void rmmgo_tc_exit_mine(void) {
   }
 }
 
-/* -------------------------------------------------------------- flushes */
+/* Takes the depot's pairs that waited their handle's exited_wait (or whose
+ * handle is gone), to give back: their blocks into *out (forgotten in the
+ * table). The pairs are freed; the budget of their blocks returns once Go
+ * has them (tc_release_given), the rest of their quota now. */
+static void tc_depot_expire(rmmgo_tc_block** out, size_t* n, size_t* cap) {
+  if (atomic_load_explicit(&tc_depot_n, memory_order_relaxed) == 0) {
+    return;
+  }
+  int64_t now = tc_now_ns();
+  pthread_mutex_lock(&tc_depot_mu);
+  for (size_t i = 0; i < tc_ndepot;) {
+    tc_pair* p = tc_depot[i];
+    tc_mslot* ms = tc_account(p->handle);
+    if (ms != NULL && now - p->since < atomic_load_explicit(&ms->exited_wait_ns, memory_order_relaxed)) {
+      i++;
+      continue;
+    }
+    size_t held = p->bytes;
+    if (!tc_pair_take(p, out, n, cap)) {
+      p->quota -= held - p->bytes; /* the part taken returns by tc_release_given */
+      break;
+    }
+    tc_depot[i] = tc_depot[--tc_ndepot];
+    tc_unreserve(p->handle, p->quota - held);
+    tc_pair_free(p);
+  }
+  atomic_store(&tc_depot_n, tc_ndepot);
+  pthread_mutex_unlock(&tc_depot_mu);
+}
+
+/* After Go took back blocks handed to it, their budget returns to their
+ * handles. */
+static void tc_release_given(const rmmgo_tc_block* b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    tc_unreserve(b[i].handle, b[i].size);
+  }
+}
+
+/* A miss with the depot not empty: takes over a depot pair of (h, key)
+ * whole, in place of the caller's pair of (h, key) when that holds nothing.
+ * Returns whether it did. */
+static bool tc_adopt(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, size_t fixed) {
+  tc_pair* got = NULL;
+  pthread_mutex_lock(&tc_depot_mu);
+  for (size_t i = 0; i < tc_ndepot; i++) {
+    tc_pair* p = tc_depot[i];
+    if (p->handle == h && p->key == key && p->fixed == fixed) {
+      got = p;
+      tc_depot[i] = tc_depot[--tc_ndepot];
+      break;
+    }
+  }
+  atomic_store(&tc_depot_n, tc_ndepot);
+  pthread_mutex_unlock(&tc_depot_mu);
+  if (got == NULL) {
+    return false;
+  }
+  tc_lock(&c->lock);
+  tc_pair* mine = tc_alive(ms, h) ? tc_pair_for(c, h, key, fixed) : NULL;
+  if (mine != NULL && mine->blocks == 0) {
+    int i = c->hint; /* tc_pair_for left it on mine */
+    got->round = mine->round;
+    mine->round = 0;
+    tc_pair_unbind(mine); /* its quota back; got brings its own */
+    tc_pair_free(mine);
+    c->pairs[i] = got;
+    tc_unlock(&c->lock);
+    return true;
+  }
+  tc_unlock(&c->lock);
+  /* Not taken (released meanwhile, or our pair holds blocks): back. */
+  pthread_mutex_lock(&tc_depot_mu);
+  if (tc_ndepot < tc_depot_cap) {
+    tc_depot[tc_ndepot++] = got;
+    atomic_store(&tc_depot_n, tc_ndepot);
+    pthread_mutex_unlock(&tc_depot_mu);
+  } else {
+    pthread_mutex_unlock(&tc_depot_mu);
+    /* Cannot happen (it was in the depot a moment ago, and the depot only
+     * grows); should it, the blocks stay with their resource till it
+     * closes. */
+  }
+  return false;
+}
+
+/* -------------------------------------------------------------- collecting */
 
 rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n) {
   rmmgo_tc_block* out = NULL;
@@ -678,26 +857,37 @@ rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int 
     tc_lock(&c->lock);
     for (int i = 0; i < TC_PAIRS; i++) {
       tc_pair* p = c->pairs[i];
-      if (p == NULL || p->blocks == 0 || (handle != 0 && p->handle != handle) || (by_key && p->key != key)) {
+      if (p == NULL || p->handle == 0 || (handle != 0 && p->handle != handle) || (by_key && p->key != key)) {
         continue;
       }
-      tc_pair_take(p, &out, &cnt, &cap, true);
+      if (p->blocks > 0) {
+        tc_pair_take(p, &out, &cnt, &cap);
+      }
+      /* Whatever it reserved goes back: the blocks are on their way. */
+      tc_mslot* ms = tc_account(p->handle);
+      if (ms != NULL) {
+        atomic_fetch_add_explicit(&ms->avail, (int64_t)(p->quota - p->bytes), memory_order_relaxed);
+      }
+      p->quota = p->bytes; /* 0 unless the array could not grow */
     }
     tc_unlock(&c->lock);
   }
-  if (!by_key) {
-    size_t kept = 0;
-    for (size_t i = 0; i < tc_norphans; i++) {
-      rmmgo_tc_block b = tc_orphans[i];
-      if ((handle == 0 || b.handle == handle) && tc_out_push(&out, &cnt, &cap, b.handle, b.key, b.ptr, b.size)) {
-        tc_forget(b.ptr);
-      } else {
-        tc_orphans[kept++] = b;
-      }
+  pthread_mutex_lock(&tc_depot_mu);
+  for (size_t i = 0; i < tc_ndepot;) {
+    tc_pair* p = tc_depot[i];
+    if ((handle != 0 && p->handle != handle) || (by_key && p->key != key)) {
+      i++;
+      continue;
     }
-    tc_norphans = kept;
-    atomic_store(&tc_orphan_count, kept);
+    if (!tc_pair_take(p, &out, &cnt, &cap)) {
+      break;
+    }
+    tc_depot[i] = tc_depot[--tc_ndepot];
+    tc_unreserve(p->handle, p->quota);
+    tc_pair_free(p);
   }
+  atomic_store(&tc_depot_n, tc_ndepot);
+  pthread_mutex_unlock(&tc_depot_mu);
   pthread_mutex_unlock(&tc_list_mu);
   if (drop_live && handle != 0) {
     for (int i = 0; i < TC_SHARDS; i++) {
@@ -721,48 +911,67 @@ rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int 
   return out;
 }
 
-rmmgo_tc_block* rmmgo_tc_take_orphans(size_t* n) {
+size_t rmmgo_tc_holding(uint64_t handle) {
+  int64_t total = 0;
+  tc_mslot* ms = tc_account(handle);
+  if (ms != NULL) {
+    total += atomic_load_explicit(&ms->round_gone, memory_order_relaxed);
+  }
   pthread_mutex_lock(&tc_list_mu);
-  rmmgo_tc_block* out = NULL;
-  size_t cnt = tc_norphans;
-  if (cnt > 0) {
-    out = tc_orphans;
-    for (size_t i = 0; i < cnt; i++) {
-      tc_forget(out[i].ptr);
+  for (tc_cache* c = tc_list; c != NULL; c = c->next) {
+    tc_lock(&c->lock);
+    for (int i = 0; i < TC_PAIRS; i++) {
+      tc_pair* p = c->pairs[i];
+      if (p != NULL && p->handle == handle) {
+        total += (int64_t)p->bytes + p->round;
+      }
     }
-    tc_orphans = NULL;
-    tc_norphans = tc_orphans_cap = 0;
-    atomic_store(&tc_orphan_count, 0);
+    tc_unlock(&c->lock);
   }
+  pthread_mutex_lock(&tc_depot_mu);
+  for (size_t i = 0; i < tc_ndepot; i++) {
+    if (tc_depot[i]->handle == handle) {
+      total += (int64_t)tc_depot[i]->bytes;
+    }
+  }
+  pthread_mutex_unlock(&tc_depot_mu);
   pthread_mutex_unlock(&tc_list_mu);
-  *n = cnt;
-  return out;
+  return total > 0 ? (size_t)total : 0;
 }
 
-void rmmgo_tc_handle_bytes(uint64_t handle, size_t* cached, size_t* rounding) {
-  size_t c = 0, r = 0;
-  for (int i = 0; i < TC_SHARDS; i++) {
-    tc_shard* s = &tc_table[i];
-    tc_lock(&s->lock);
-    for (size_t j = 0; s->slots != NULL && j <= s->mask; j++) {
-      tc_ent* e = &s->slots[j];
-      if (e->ptr == 0 || e->handle != handle) {
-        continue;
-      }
-      size_t size = tc_class_size(e->cls);
-      if (e->state == TC_CACHED) {
-        c += size;
-      } else if ((size_t)e->units * 256 < size) {
-        r += size - (size_t)e->units * 256;
+void rmmgo_tc_budget(uint64_t handle, size_t* budget, int64_t* unreserved, size_t* cached) {
+  *budget = 0;
+  *unreserved = 0;
+  *cached = 0;
+  tc_mslot* ms = tc_account(handle);
+  if (ms == NULL) {
+    return;
+  }
+  *budget = atomic_load(&ms->budget);
+  *unreserved = atomic_load(&ms->avail);
+  size_t c = 0;
+  pthread_mutex_lock(&tc_list_mu);
+  for (tc_cache* x = tc_list; x != NULL; x = x->next) {
+    tc_lock(&x->lock);
+    for (int i = 0; i < TC_PAIRS; i++) {
+      if (x->pairs[i] != NULL && x->pairs[i]->handle == handle) {
+        c += x->pairs[i]->bytes;
       }
     }
-    tc_unlock(&s->lock);
+    tc_unlock(&x->lock);
   }
+  pthread_mutex_lock(&tc_depot_mu);
+  for (size_t i = 0; i < tc_ndepot; i++) {
+    if (tc_depot[i]->handle == handle) {
+      c += tc_depot[i]->bytes;
+    }
+  }
+  pthread_mutex_unlock(&tc_depot_mu);
+  pthread_mutex_unlock(&tc_list_mu);
   *cached = c;
-  *rounding = r;
 }
 
-void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* orphans, size_t* caches) {
+void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* depot, size_t* caches) {
   size_t l = 0, c = 0, k = 0;
   for (int i = 0; i < TC_SHARDS; i++) {
     tc_shard* s = &tc_table[i];
@@ -782,18 +991,88 @@ void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* orphans, size_t* cach
   for (tc_cache* x = tc_list; x != NULL; x = x->next) {
     k++;
   }
-  *orphans = tc_norphans;
+  pthread_mutex_lock(&tc_depot_mu);
+  size_t d = 0;
+  for (size_t i = 0; i < tc_ndepot; i++) {
+    d += tc_depot[i]->blocks;
+  }
+  pthread_mutex_unlock(&tc_depot_mu);
   pthread_mutex_unlock(&tc_list_mu);
   *live = l;
   *cached = c;
+  *depot = d;
   *caches = k;
+}
+
+/* ------------------------------------------------------------ crossings */
+
+/* A call into Go (refill or drain) that also gives back what the depot
+ * holds past its wait: one crossing for both. */
+static rmm_status tc_cross(bool refill, rmmgo_tc_call* call, tc_mslot* ms) {
+  rmmgo_tc_block* give = NULL;
+  size_t ngive = 0, cap = 0;
+  tc_depot_expire(&give, &ngive, &cap);
+  call->give = give;
+  call->ngive = ngive;
+  call->budget = 0;
+  rmm_status st = refill ? rmmgo_go_refill(call) : rmmgo_go_drain(call);
+  if (ngive > 0) {
+    tc_release_given(give, ngive);
+  }
+  free(give);
+  if (call->budget != 0 && tc_alive(ms, call->handle)) {
+    tc_set_budget(ms, call->budget);
+  }
+  return st;
+}
+
+/* ---------------------------------------------------------- stream checks */
+
+/* Whether the stream may be served: not one rmm_stream_destroy retired (Go
+ * knows; a thread asks once per stream and epoch), and its key. Nonzero:
+ * the caller goes to Go, which reports what is wrong. */
+static int tc_stream_key(tc_cache* c, rmm_stream_t stream, uint64_t* key) {
+  uintptr_t s = (uintptr_t)stream;
+  if (s == 0 || s == 1) {
+    *key = 0;
+    return 0;
+  }
+  uint64_t epoch = atomic_load_explicit(&tc_stream_epoch, memory_order_relaxed);
+  bool known = false;
+  for (int i = 0; i < TC_STREAM_MEMO; i++) {
+    if (c->memo_stream[i] == s && c->memo_epoch[i] == epoch) {
+      known = true;
+      break;
+    }
+  }
+  if (!known) {
+    if (rmmgo_go_stream_live(s) == 0) {
+      return -1;
+    }
+    int i = c->memo_next;
+    c->memo_next = (i + 1) % TC_STREAM_MEMO;
+    c->memo_stream[i] = s;
+    c->memo_epoch[i] = epoch;
+  }
+  uintptr_t fn = atomic_load_explicit(&tc_get_id, memory_order_relaxed);
+  if (fn != 0) {
+    unsigned long long id = 0;
+    if (((tc_get_id_fn)fn)((void*)s, &id) != 0) {
+      uintptr_t le = atomic_load_explicit(&tc_get_last_error, memory_order_relaxed);
+      if (le != 0) {
+        (void)((tc_get_last_error_fn)le)(); /* as every rmmgo call, leave no error behind */
+      }
+      return -1;
+    }
+    *key = (uint64_t)id | atomic_load_explicit(&tc_key_flag, memory_order_relaxed);
+    return 0;
+  }
+  return rmmgo_go_stream_key(s, key);
 }
 
 /* ------------------------------------------------------------- messages */
 
 static rmm_status tc_fail(rmm_status st, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-
-#include <stdarg.h>
 
 static rmm_status tc_fail(rmm_status st, const char* fmt, ...) {
   char buf[512];
@@ -808,123 +1087,63 @@ static rmm_status tc_fail(rmm_status st, const char* fmt, ...) {
   return st;
 }
 
-static const char* tc_kind_name(int kind) {
-  switch (kind) {
-    case RMMGO_TC_POOL: return "pool";
-    case RMMGO_TC_ARENA: return "arena";
-    case RMMGO_TC_FIXED_SIZE: return "fixed_size";
-    case RMMGO_TC_BINNING: return "binning";
-  }
-  return "resource";
-}
-
 /* ------------------------------------------------------------ allocate */
 
 static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1)) == 0; }
 
-static inline void tc_drain_orphans_if_any(void) {
-  if (atomic_load_explicit(&tc_orphan_count, memory_order_relaxed) != 0 &&
-      tc_now_ns() - atomic_load_explicit(&tc_orphaned_ns, memory_order_relaxed) > TC_ORPHAN_WAIT_NS) {
-    rmmgo_go_drain_orphans();
-  }
-}
-
-/* A miss with orphans about: takes the orphans of (h, key) -- blocks an
- * exited thread freed on this very stream (its key: the legacy default
- * stream, or a created stream, whose ids are never reused), so later work on
- * the stream may reuse them at once -- into the caller's pair, up to its
- * share. Their table entries are CACHED already. What does not fit goes
- * back to the orphan list. Takes no lock while holding another. Returns
- * whether it adopted anything. */
-static bool tc_adopt(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, size_t fixed) {
-  rmmgo_tc_block* mine = NULL;
-  size_t n = 0, cap = 0;
-  pthread_mutex_lock(&tc_list_mu);
-  for (size_t i = 0; i < tc_norphans;) {
-    rmmgo_tc_block b = tc_orphans[i];
-    if (b.handle == h && b.key == key && tc_out_push(&mine, &n, &cap, b.handle, b.key, b.ptr, b.size)) {
-      tc_orphans[i] = tc_orphans[--tc_norphans];
-    } else {
-      i++;
-    }
-  }
-  atomic_store(&tc_orphan_count, tc_norphans);
-  pthread_mutex_unlock(&tc_list_mu);
-  if (n == 0) {
-    free(mine);
-    return false;
-  }
-  size_t back = 0, adopted = 0;
+/* A miss: one crossing allocates a batch of the class; the first block is
+ * the caller's, as many others as the pair's budget allows are cached. */
+static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, rmm_stream_t stream, int k,
+                            size_t size, size_t bytes, size_t alignment, size_t fixed, void** ptr) {
+  uintptr_t buf[TC_BUF];
+  /* How many blocks: the batch, cut to what the pair may keep. */
+  int want = 1;
   tc_lock(&c->lock);
   tc_pair* p = tc_alive(ms, h) ? tc_pair_for(c, h, key, fixed) : NULL;
-  size_t limit = p != NULL ? tc_pair_bytes(ms) : 0;
-  for (size_t i = 0; i < n; i++) {
-    int k;
-    size_t size;
-    tc_stack* st = NULL;
-    if (p != NULL && tc_classify(ms, mine[i].size, &k, &size) && size == mine[i].size) {
-      st = &p->cls[k];
+  if (p != NULL) {
+    size_t bb = atomic_load_explicit(&ms->batch_bytes, memory_order_relaxed);
+    int bn = atomic_load_explicit(&ms->batch_blocks, memory_order_relaxed);
+    size_t extra = (bb > size ? bb / size : 1) - 1;
+    if (extra > (size_t)(bn - 1)) {
+      extra = (size_t)(bn - 1);
     }
-    if (st != NULL && p->bytes + size <= limit && tc_stack_room(st)) {
-      st->v[st->n++] = mine[i].ptr;
-      p->bytes += size;
-      p->blocks++;
-      adopted++;
-    } else {
-      mine[back++] = mine[i];
+    tc_trim_quota(ms, p);
+    while (extra > 0 && !tc_reserve(ms, p, extra * size)) {
+      extra /= 2;
     }
+    want = 1 + (int)extra;
   }
   tc_unlock(&c->lock);
-  if (back > 0) {
-    pthread_mutex_lock(&tc_list_mu);
-    for (size_t i = 0; i < back; i++) {
-      if (!tc_out_push(&tc_orphans, &tc_norphans, &tc_orphans_cap, mine[i].handle, mine[i].key, mine[i].ptr,
-                       mine[i].size)) {
-        /* No host memory: the block stays allocated in its resource
-         * until it closes (and its table entry until then). */
-      }
-    }
-    atomic_store(&tc_orphan_count, tc_norphans);
-    pthread_mutex_unlock(&tc_list_mu);
-  }
-  free(mine);
-  return adopted > 0;
-}
-
-/* A miss: one crossing allocates a batch of the class; the first block is
- * the caller's, the rest are cached. */
-static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, rmm_stream_t stream, int k,
-                            size_t size, size_t bytes, size_t alignment, void** ptr) {
-  uintptr_t buf[TC_MAX_BATCH];
-  int got = 0;
-  tc_drain_orphans_if_any();
-  rmm_status st = rmmgo_go_refill((uintptr_t)h, (uintptr_t)stream, size, bytes, alignment,
-                                   tc_batch(size, tc_pair_bytes(ms)), buf, &got);
+  rmmgo_tc_call call = {
+      .handle = h, .stream = (uintptr_t)stream, .size = size, .bytes = bytes, .alignment = alignment,
+      .ptrs = buf, .n = want, .got = 0,
+  };
+  rmm_status st = tc_cross(true, &call, ms);
   if (st != RMM_SUCCESS) {
     return st;
   }
-  if (got < 1 || got > TC_MAX_BATCH) {
+  int got = call.got;
+  if (got < 1 || got > want) {
     return tc_fail(RMM_ERROR_INTERNAL, "rmm_allocate(%zu bytes, alignment %zu): internal error (a bug in rmmgo): refill gave %d blocks",
                    bytes, alignment, got);
   }
-  int kind = atomic_load_explicit(&ms->kind, memory_order_relaxed);
-  size_t fixed = kind == RMMGO_TC_FIXED_SIZE ? size : 0;
-  size_t pair_bytes = tc_pair_bytes(ms);
-  uintptr_t back[TC_MAX_BATCH];
+  uintptr_t back[TC_BUF];
   int nback = 0;
   bool tracked = false;
   tc_lock(&c->lock);
   if (!tc_alive(ms, h)) {
     /* Released during the call (a race in the caller): give it all back. */
     tc_unlock(&c->lock);
-    (void)rmmgo_go_drain((uintptr_t)h, (uintptr_t)stream, size, buf, got);
+    rmmgo_tc_call d = {.handle = h, .stream = (uintptr_t)stream, .size = size, .ptrs = buf, .n = got};
+    (void)rmmgo_go_drain(&d);
     return tc_fail(RMM_ERROR_INVALID_HANDLE, "rmm_allocate: invalid handle: %#" PRIx64 " was released during the call", h);
   }
-  tc_pair* p = tc_pair_for(c, h, key, fixed);
+  p = tc_pair_for(c, h, key, fixed);
   tc_stack* stk = p != NULL ? &p->cls[k] : NULL;
+  size_t units = (bytes + 255) >> 8;
   for (int i = 0; i < got; i++) {
     uintptr_t b = buf[i];
-    bool keep = i == 0 || (stk != NULL && p->bytes + size <= pair_bytes && tc_stack_room(stk));
+    bool keep = i == 0 || (stk != NULL && p->bytes + size <= p->quota && tc_stack_room(stk));
     tc_ent* e = NULL;
     if (keep) {
       tc_shard* s = tc_shard_of(b);
@@ -934,7 +1153,7 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
         e->handle = h;
         e->cls = (uint16_t)k;
         e->state = i == 0 ? TC_LIVE : TC_CACHED;
-        e->units = i == 0 ? (uint32_t)((bytes + 255) >> 8) : 0;
+        e->units = i == 0 ? (uint32_t)units : 0;
       }
       tc_unlock(&s->lock);
     }
@@ -944,15 +1163,25 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
     }
     if (i == 0) {
       tracked = true;
+      if (p != NULL) {
+        p->round += (int64_t)size - (int64_t)(units << 8);
+      } else {
+        atomic_fetch_add_explicit(&ms->round_gone, (int64_t)size - (int64_t)(units << 8), memory_order_relaxed);
+      }
     } else {
       stk->v[stk->n++] = b;
       p->bytes += size;
       p->blocks++;
     }
   }
+  if (p != NULL) {
+    tc_trim_quota(ms, p);
+  }
   tc_unlock(&c->lock);
   if (nback > 0) {
-    (void)rmmgo_go_drain((uintptr_t)h, (uintptr_t)stream, size, back, nback);
+    /* Host memory ran out (the table or a stack could not grow). */
+    rmmgo_tc_call d = {.handle = h, .stream = (uintptr_t)stream, .size = size, .ptrs = back, .n = nback};
+    (void)rmmgo_go_drain(&d);
   }
   if (!tracked) {
     /* No host memory to track it: serve this call uncached. */
@@ -971,14 +1200,12 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
   int k;
   size_t size;
   uint64_t key;
-  if (ms == NULL || !tc_classify(ms, bytes, &k, &size) || tc_stream_key(stream, &key) != 0) {
+  tc_cache* c;
+  if (ms == NULL || !tc_classify(ms, bytes, &k, &size) || (c = tc_cache_mine()) == NULL ||
+      tc_stream_key(c, stream, &key) != 0) {
     return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
   }
-  tc_cache* c = tc_cache_mine();
-  if (c == NULL) {
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
-  }
-  size_t fixed = atomic_load_explicit(&ms->kind, memory_order_relaxed) == RMMGO_TC_FIXED_SIZE ? size : 0;
+  size_t fixed = atomic_load_explicit(&ms->block, memory_order_relaxed);
   bool adopted = false;
 again:
   tc_lock(&c->lock);
@@ -990,14 +1217,16 @@ again:
   tc_stack* st = &p->cls[k];
   if (st->n > 0) {
     uintptr_t b = st->v[--st->n];
+    size_t units = (bytes + 255) >> 8;
     p->bytes -= size;
     p->blocks--;
+    p->round += (int64_t)size - (int64_t)(units << 8);
     tc_shard* s = tc_shard_of(b);
     tc_lock(&s->lock);
     tc_ent* e = tc_find(s, b);
     if (e != NULL) {
       e->state = TC_LIVE;
-      e->units = (uint32_t)((bytes + 255) >> 8);
+      e->units = (uint32_t)units;
     }
     tc_unlock(&s->lock);
     tc_unlock(&c->lock);
@@ -1009,46 +1238,42 @@ again:
     return RMM_SUCCESS;
   }
   tc_unlock(&c->lock);
-  /* Before a crossing: what an exited thread cached on this handle and
+  /* Before a crossing: what an exited thread left on this handle and
    * stream (once per call). */
-  if (!adopted && atomic_load_explicit(&tc_orphan_count, memory_order_relaxed) != 0) {
+  if (!adopted && atomic_load_explicit(&tc_depot_n, memory_order_relaxed) != 0) {
     adopted = true;
     if (tc_adopt(c, ms, h, key, fixed)) {
       goto again;
     }
   }
-  return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, ptr);
+  return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, fixed, ptr);
 }
 
 /* ---------------------------------------------------------- deallocate */
 
 /* The free of a block the table holds; fn names the call in messages. The
  * Go path (go_path) serves everything the cache does not. */
-static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
-                          size_t alignment, bool* go_path) {
+static rmm_status tc_free(const char* fn, int which, rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
+                          bool* go_path) {
   *go_path = true;
   uint64_t h = (uint64_t)(uintptr_t)mr;
   tc_mslot* ms = tc_mirror_find(h);
   if (ms == NULL) {
     return RMM_SUCCESS;
   }
+  tc_cache* c = tc_cache_mine();
+  uint64_t key;
+  if (c == NULL || tc_stream_key(c, stream, &key) != 0) {
+    return RMM_SUCCESS;
+  }
   if (ptr == NULL) {
     *go_path = false;
     return RMM_SUCCESS;
   }
-  uint64_t key;
-  if (tc_stream_key(stream, &key) != 0) {
-    return RMM_SUCCESS;
-  }
-  tc_cache* c = tc_cache_mine();
-  if (c == NULL) {
-    return RMM_SUCCESS;
-  }
   uintptr_t b = (uintptr_t)ptr;
-  int kind = atomic_load_explicit(&ms->kind, memory_order_relaxed);
-  size_t limit = atomic_load_explicit(&ms->limit, memory_order_relaxed);
-  const char* kname = tc_kind_name(kind);
-
+  size_t want = bytes > (SIZE_MAX - 255) ? SIZE_MAX : (bytes + 255) & ~(size_t)255;
+  bool verdict = false; /* a size mismatch the resource has accepted */
+recheck:
   tc_lock(&c->lock);
   if (!tc_alive(ms, h)) {
     tc_unlock(&c->lock);
@@ -1063,66 +1288,42 @@ static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream
     return RMM_SUCCESS; /* not from the cache: Go knows it, or says it is bogus */
   }
   *go_path = false;
-  if (e->handle != h) {
-    tc_unlock(&s->lock);
-    tc_unlock(&c->lock);
-    return tc_fail(RMM_ERROR_INVALID_POINTER, "%s(%#" PRIxPTR ", %zu bytes): %s: pointer not allocated by this resource: %#" PRIxPTR " belongs to another resource",
-                   fn, b, bytes, kname, b);
-  }
-  if (e->state != TC_LIVE) {
-    tc_unlock(&s->lock);
-    tc_unlock(&c->lock);
-    return tc_fail(RMM_ERROR_INVALID_POINTER, "%s(%#" PRIxPTR ", %zu bytes): %s: pointer not allocated by this resource: %#" PRIxPTR " is not a live allocation (deallocated already?)",
-                   fn, b, bytes, kname, b);
-  }
-  /* The size checks of the Go resources. */
+  int why = e->handle != h ? RMMGO_TC_FOREIGN : e->state != TC_LIVE ? RMMGO_TC_NOT_LIVE : RMMGO_TC_OK;
   size_t had = (size_t)e->units * 256;
-  size_t want = bytes > (SIZE_MAX - 255) ? SIZE_MAX : (bytes + 255) & ~(size_t)255;
-  rmm_status bad = RMM_SUCCESS;
-  switch (kind) {
-    case RMMGO_TC_FIXED_SIZE:
-      if (bytes > limit) {
-        bad = tc_fail(RMM_ERROR_INVALID_ARGUMENT, "%s(%#" PRIxPTR ", %zu bytes): fixed_size: invalid argument: deallocating %zu bytes at %#" PRIxPTR ", more than a block (%zu bytes)",
-                      fn, b, bytes, bytes, b, limit);
-      }
-      break;
-    case RMMGO_TC_ARENA:
-      if (want != had) {
-        bad = tc_fail(RMM_ERROR_INVALID_POINTER, "%s(%#" PRIxPTR ", %zu bytes): arena: pointer not allocated by this resource: %#" PRIxPTR " is not a live allocation of %zu bytes (deallocated already, or another size?)",
-                      fn, b, bytes, b, want);
-      }
-      break;
-    case RMMGO_TC_BINNING:
-      /* Go would give it to the bin (or upstream) of that size, which would
-       * not know it. */
-      if (bytes > TC_MAX_SIZE || tc_class_of(bytes) != e->cls) {
-        bad = tc_fail(RMM_ERROR_INVALID_POINTER, "%s(%#" PRIxPTR ", %zu bytes): binning: pointer not allocated by this resource: %#" PRIxPTR " is not a live allocation of %zu bytes (it was allocated with %zu, rounded to 256)",
-                      fn, b, bytes, b, bytes, had);
-      }
-      break;
-    default:
-      if (want != had) {
-        bad = tc_fail(RMM_ERROR_INVALID_ARGUMENT, "%s(%#" PRIxPTR ", %zu bytes): %s: invalid argument: deallocating %#" PRIxPTR " with size %zu, but it was allocated with size %zu (rounded to 256)",
-                      fn, b, bytes, kname, b, want, had);
-      }
+  if (why == RMMGO_TC_OK && want != had && !verdict) {
+    why = RMMGO_TC_SIZE;
   }
-  if (bad != RMM_SUCCESS) {
+  if (why != RMMGO_TC_OK) {
     tc_unlock(&s->lock);
     tc_unlock(&c->lock);
-    return bad;
+    /* Go writes the message, as the resource would (a size that differs
+     * may still be one the resource takes: fixed_size, a binning bin). */
+    rmm_status st = rmmgo_go_free_check(h, which, b, bytes, had, why);
+    if (st == RMM_SUCCESS && why == RMMGO_TC_SIZE) {
+      verdict = true;
+      goto recheck;
+    }
+    return st;
   }
   int k = e->cls;
   e->state = TC_CACHED;
   tc_unlock(&s->lock);
 
-  size_t size = kind == RMMGO_TC_FIXED_SIZE ? limit : tc_class_size(k);
+  size_t fixed = atomic_load_explicit(&ms->block, memory_order_relaxed);
+  size_t size = fixed != 0 ? fixed : tc_class_size(k);
   uintptr_t out[TC_MAX_DRAIN];
   int nout = 0;
-  tc_pair* p = tc_pair_for(c, h, key, kind == RMMGO_TC_FIXED_SIZE ? limit : 0);
+  tc_pair* p = tc_pair_for(c, h, key, fixed);
   tc_stack* st = p != NULL ? &p->cls[k] : NULL;
+  int64_t round = (int64_t)size - (int64_t)had;
+  if (p != NULL) {
+    p->round -= round;
+  } else {
+    atomic_fetch_sub_explicit(&ms->round_gone, round, memory_order_relaxed);
+  }
   if (st == NULL) {
     out[nout++] = b; /* nowhere to cache it: straight back */
-  } else if (p->bytes + size > tc_pair_bytes(ms) || !tc_stack_room(st)) {
+  } else if (!tc_reserve(ms, p, size) || !tc_stack_room(st)) {
     if (st->n == 0) {
       out[nout++] = b;
     } else {
@@ -1138,9 +1339,13 @@ static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream
       p->bytes -= m * size;
       p->blocks -= m;
       nout = (int)m;
-      st->v[st->n++] = b;
-      p->bytes += size;
-      p->blocks++;
+      if (p->bytes + size <= p->quota) {
+        st->v[st->n++] = b;
+        p->bytes += size;
+        p->blocks++;
+      } else {
+        out[nout++] = b;
+      }
     }
   } else {
     st->v[st->n++] = b;
@@ -1150,13 +1355,16 @@ static rmm_status tc_free(const char* fn, rmm_resource_t mr, rmm_stream_t stream
   for (int i = 0; i < nout; i++) {
     tc_forget(out[i]);
   }
+  if (p != NULL && nout > 0) {
+    tc_trim_quota(ms, p);
+  }
   tc_unlock(&c->lock);
   if (nout == 0) {
     return RMM_SUCCESS;
   }
-  tc_drain_orphans_if_any();
   /* The blocks were freed on this very stream (the pair's key is its key). */
-  return rmmgo_go_drain((uintptr_t)h, (uintptr_t)stream, size, out, nout);
+  rmmgo_tc_call call = {.handle = h, .stream = (uintptr_t)stream, .size = size, .ptrs = out, .n = nout};
+  return tc_cross(false, &call, ms);
 }
 
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
@@ -1164,7 +1372,7 @@ rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, siz
     return rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment);
   }
   bool go_path;
-  rmm_status st = tc_free("rmm_deallocate", mr, stream, ptr, bytes, alignment, &go_path);
+  rmm_status st = tc_free("rmm_deallocate", RMMGO_TC_FREE, mr, stream, ptr, bytes, &go_path);
   return go_path ? rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment) : st;
 }
 
@@ -1175,7 +1383,7 @@ rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_
     return rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment);
   }
   bool go_path;
-  rmm_status st = tc_free("rmm_deallocate_sync", mr, NULL, ptr, bytes, alignment, &go_path);
+  rmm_status st = tc_free("rmm_deallocate_sync", RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, &go_path);
   return go_path ? rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment) : st;
 }
 

@@ -7,11 +7,9 @@ package main
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
-	"time"
 	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
@@ -19,86 +17,133 @@ import (
 )
 
 // The Go half of the per-thread cache (thread_cache.c; docs/thread-cache.md):
-// the uncached calls, the batch refills and drains the C side makes on a
-// miss or a full class, the registry's mirror, and the flushes. A flush
-// that gives back blocks another thread cached, or blocks whose stream may
-// be gone, synchronizes the device first and then deallocates on the legacy
-// default stream: all work queued before the synchronization is done, and
-// nobody may queue new work on memory they freed.
+// each cached handle's front (its state on the Go side, attached to its
+// resource as a core.BlockCache), the crossings the C side makes on a miss
+// or a full class, the uncached calls, and the flushes. A flush that gives
+// back blocks cached under another stream than the legacy default stream
+// (blocks whose stream may be gone) synchronizes the device first and then
+// deallocates on the legacy default stream: all work queued before the
+// synchronization is done, and nobody may queue new work on memory they
+// freed. Blocks cached under the legacy default stream need no
+// synchronization: that stream is the same for every thread.
 
 // tcEnabled reports whether the cache is on (RMMGO_THREAD_CACHE, read once).
 func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 
-// tcKind is the mirror's kind of a resource the cache may serve (0 for
-// others), its limit (a fixed_size resource's block size, a binning
-// resource's largest bin) and its capacity (the bytes it holds, which the
-// thread caches may park an eighth of (an arena: its size); 0: unknown).
-func tcKind(res core.Resource) (kind C.int, limit, capacity uintptr) {
-	switch r := res.(type) {
-	case *core.Pool:
-		return C.RMMGO_TC_POOL, 0, r.PoolSize()
-	case *core.Arena:
-		return C.RMMGO_TC_ARENA, 0, r.ArenaSize()
-	case *core.FixedSize:
-		return C.RMMGO_TC_FIXED_SIZE, r.BlockSize(), r.HeldBytes()
-	case *core.Binning:
-		if sizes := r.BinSizes(); len(sizes) > 0 {
-			limit = sizes[len(sizes)-1]
-		}
-		// The bins take their chunks from the upstream: what it holds is
-		// what the binning resource holds.
-		if p, ok := r.Upstream().(*core.Pool); ok {
-			capacity = p.PoolSize()
-		}
-		return C.RMMGO_TC_BINNING, limit, capacity
-	}
-	return 0, 0, 0
+// tcFront is the cache of one handle, on the Go side: what its resource is,
+// and the attachment that lets the resource ask for the cached blocks
+// before it grows or fails, and count them as not in use.
+type tcFront struct {
+	handle uintptr
+	res    core.Cacheable
+	device int // the resource's device, for the synchronizations of flushes
+	detach func()
 }
 
-// tcRefreshCapacity tells the C side what e's resource holds now (a pool
-// grows), on every refill.
-func tcRefreshCapacity(e *entry) {
-	if _, _, capacity := tcKind(e.res); capacity != 0 {
-		C.rmmgo_tc_set_capacity(C.uint64_t(e.handle), C.size_t(capacity))
-	}
-}
-
-// tcPublishKind writes e's kind, limit and capacity to the mirror.
-func tcPublishKind(e *entry) {
-	kind, limit, capacity := tcKind(e.res)
-	C.rmmgo_tc_publish(C.uint64_t(e.handle), kind, C.size_t(limit), C.size_t(capacity))
-}
+// tcFronts maps a handle to its front while the handle is published.
+var tcFronts sync.Map // uintptr -> *tcFront
 
 var tcStreamFuncsOnce sync.Once
 
-// tcPublish makes e servable from C when its resource is one the cache
-// serves and the cache is on. Called once per entry, as it is made.
+// tcPublish makes e servable from C when its resource is one a cache may
+// serve and the cache is on. Called once per entry, as it is made.
 func tcPublish(e *entry) {
-	if kind, _, _ := tcKind(e.res); kind == 0 || !tcEnabled() {
+	c, ok := e.res.(core.Cacheable)
+	if !ok || !tcEnabled() {
 		return
 	}
 	tcStreamFuncsOnce.Do(func() {
+		var getID, getLastError uintptr
 		if r, err := cudart.Default(); err == nil {
-			getID, getLastError := cudart.StreamGetIDFuncs(r)
-			C.rmmgo_tc_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError))
+			getID, getLastError = cudart.StreamGetIDFuncs(r)
 		}
+		C.rmmgo_tc_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
 	})
-	e.cached = true
-	tcPublishKind(e)
+	f := &tcFront{handle: e.handle, res: c, device: -1}
+	if d, ok := e.res.(interface{ Device() int }); ok {
+		f.device = d.Device()
+	}
+	f.detach = c.AttachCache(f)
+	tcFronts.Store(e.handle, f)
+	f.publish()
+}
+
+// publish writes the resource's limits to the mirror (nothing when the
+// resource has none now).
+func (f *tcFront) publish() {
+	l := f.res.CacheLimits()
+	lim := C.rmmgo_tc_limits{
+		max_request:    C.size_t(l.MaxRequest),
+		block:          C.size_t(l.BlockSize),
+		budget:         C.size_t(l.Budget),
+		quantum:        C.size_t(l.Quantum),
+		batch_bytes:    C.size_t(l.BatchBytes),
+		batch_blocks:   C.int(l.BatchBlocks),
+		exited_wait_ns: C.int64_t(l.ExitedWait.Nanoseconds()),
+	}
+	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
+}
+
+// tcFrontOf returns handle's front, or nil.
+func tcFrontOf(handle uintptr) *tcFront {
+	if v, ok := tcFronts.Load(handle); ok {
+		return v.(*tcFront)
+	}
+	return nil
 }
 
 // tcRetire runs when e's last reference went, before its resource is
 // closed: it takes e out of the mirror first (no thread caches for it any
-// more), then takes its blocks out of every thread's cache and the table,
-// and gives the cached ones back.
+// more), then takes its blocks out of every thread's cache, the depot and
+// the table, gives the cached ones back and detaches the cache.
 func tcRetire(e *entry) {
-	if !e.cached {
+	v, ok := tcFronts.LoadAndDelete(e.handle)
+	if !ok {
 		return
 	}
+	f := v.(*tcFront)
 	C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
-	blocks := tcCollect(e.handle, false, 0, true)
-	_ = tcGiveBack(blocks, func(uintptr) *entry { return e }, core.DefaultStream, true)
+	_ = f.giveBack(tcCollect(e.handle, false, 0, true), core.DefaultStream)
+	f.detach()
 }
+
+// tcWithout runs fn with handle's cache emptied and unpublished (a binning
+// resource's bins change which resource serves a size class), then
+// publishes it again with the resource's limits then.
+func tcWithout(handle uintptr, fn func()) {
+	f := tcFrontOf(handle)
+	if f == nil {
+		fn()
+		return
+	}
+	C.rmmgo_tc_unpublish(C.uint64_t(handle))
+	_ = f.giveBack(tcCollect(handle, false, 0, false), core.DefaultStream)
+	defer func() {
+		if _, ok := reg.lookup(handle); ok && tcFrontOf(handle) == f {
+			f.publish()
+		}
+	}()
+	fn()
+}
+
+// tcFlush gives back every cached block of handle (rmm_pool_release).
+func tcFlush(handle uintptr) {
+	if f := tcFrontOf(handle); f != nil {
+		f.Reclaim(0)
+	}
+}
+
+// Reclaim gives every block cached for the handle back to its resource
+// (core.BlockCache): the resource needs memory.
+func (f *tcFront) Reclaim(need uintptr) bool {
+	blocks := tcCollect(f.handle, false, 0, false)
+	_ = f.giveBack(blocks, core.DefaultStream)
+	return len(blocks) > 0
+}
+
+// HeldBytes is what the caches hold for the handle and no user does
+// (core.BlockCache).
+func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }
 
 // tcCollect takes blocks out of the caches (rmmgo_tc_collect).
 func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool) []C.rmmgo_tc_block {
@@ -118,53 +163,55 @@ func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool) []C.rmmgo_
 	return append([]C.rmmgo_tc_block(nil), unsafe.Slice(p, int(n))...)
 }
 
-// tcLive resolves a cached block's handle to its live entry (nil when the
-// handle is gone, which a flush of it has already handled).
-func tcLive(h uintptr) *entry {
-	e, _ := reg.lookup(h)
-	return e
-}
-
-// tcGiveBack deallocates blocks, each with the size it was allocated with,
-// on stream; with sync, after synchronizing the devices of their resources
-// (and then stream must be the legacy default stream).
-func tcGiveBack(blocks []C.rmmgo_tc_block, resolve func(uintptr) *entry, stream core.Stream, sync bool) error {
+// giveBack deallocates blocks of f's handle, each with the size it was
+// allocated with, on stream (the legacy default stream, or the stream the
+// blocks were cached under when it is alive); blocks cached under another
+// stream than the legacy default stream, when stream is that stream, after
+// synchronizing the resource's device.
+func (f *tcFront) giveBack(blocks []C.rmmgo_tc_block, stream core.Stream) error {
 	if len(blocks) == 0 {
 		return nil
 	}
-	entries := make([]*entry, len(blocks))
-	for i, b := range blocks {
-		entries[i] = resolve(uintptr(b.handle))
+	if stream == core.DefaultStream {
+		for _, b := range blocks {
+			if b.key != 0 {
+				devs := map[int]bool{}
+				if f.device >= 0 {
+					devs[f.device] = true
+				}
+				if err := syncDevices(devs); err != nil {
+					// Without the synchronization the blocks cannot be given
+					// back safely: they stay allocated (a leak, never a
+					// use-after-free).
+					return err
+				}
+				break
+			}
+		}
 	}
 	var first error
-	if sync {
-		devs := map[int]bool{}
-		for _, e := range entries {
-			if e == nil {
-				continue
-			}
-			if d, ok := deviceOf(e.res); ok {
-				devs[d] = true
-			} else if e.device >= 0 {
-				devs[e.device] = true
-			}
-		}
-		if err := syncDevices(devs); err != nil {
-			// Without the synchronization the blocks cannot be given back
-			// safely: they stay allocated (a leak, never a use-after-free).
-			return err
-		}
-	}
-	for i, b := range blocks {
-		e := entries[i]
-		if e == nil {
-			continue
-		}
-		if err := e.res.Deallocate(stream, uintptr(b.ptr), uintptr(b.size), core.DefaultAlignment); err != nil && first == nil {
+	for _, b := range blocks {
+		if err := f.res.DeallocateBatch(stream, uintptr(b.size), []uintptr{uintptr(b.ptr)}); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// tcGiveBackAny gives back blocks of any handles (exited threads'), by
+// their fronts; blocks of a handle that is gone went with its resource.
+func tcGiveBackAny(blocks []C.rmmgo_tc_block) {
+	for len(blocks) > 0 {
+		h := blocks[0].handle
+		n := 1
+		for n < len(blocks) && blocks[n].handle == h {
+			n++
+		}
+		if f := tcFrontOf(uintptr(h)); f != nil {
+			_ = f.giveBack(blocks[:n], core.DefaultStream)
+		}
+		blocks = blocks[n:]
+	}
 }
 
 // syncDevices synchronizes each device in devs (the current one when devs
@@ -203,100 +250,144 @@ func syncDevices(devs map[int]bool) error {
 	return first
 }
 
-// tcFlush gives back every cached block of handle (0: of every handle), by
-// synchronization and the legacy default stream; it returns how many.
-func tcFlush(handle uintptr) int {
-	if !tcEnabled() {
-		return 0
-	}
-	blocks := tcCollect(handle, false, 0, false)
-	_ = tcGiveBack(blocks, tcLive, core.DefaultStream, true)
-	return len(blocks)
-}
-
-// A flush on out-of-memory synchronizes the device and empties every
-// thread's cache, so a program that keeps running into a full resource
-// (a fixed-size bin whose upstream is exhausted, say) would pay that on every
-// failed allocation and lose its caches each time. After a flush that did
-// not make the retry succeed, failed allocations fail at once for
-// tcFutileQuiet; the first failure after that flushes again.
-const tcFutileQuiet = 10 * time.Millisecond
-
-// entry.futileUntil is when the quiet time after the handle's last futile
-// flush ends, in nanoseconds of tcClock.
-
-var tcClockStart = time.Now()
-
-func tcClock() int64 { return int64(time.Since(tcClockStart)) }
-
-// tcFlushForRetry flushes every cache before a failed allocation is tried
-// again; false when there was nothing to flush, or a flush failed to help
-// a moment ago.
-func tcFlushForRetry(e *entry) bool {
-	if tcClock() < e.futileUntil.Load() {
-		return false
-	}
-	return tcFlush(0) > 0
-}
-
-// tcFlushFutile notes that a flush did not make the retry succeed.
-func tcFlushFutile(e *entry) { e.futileUntil.Store(tcClock() + int64(tcFutileQuiet)) }
-
 // tcFlushStream gives back every block cached under stream s's key, on s
-// itself (it is alive: called before s is destroyed).
-func tcFlushStream(r cudart.Runtime, s core.Stream) {
+// itself (it is alive: called before s is retired).
+func tcFlushStream(s core.Stream) {
 	if !tcEnabled() || s == core.DefaultStream || s == cudart.LegacyDefaultStream {
 		return
 	}
-	id, err := r.StreamGetID(s)
+	key, err := core.StreamKey(s)
 	if err != nil {
 		return // not a live stream: the destroy reports it
 	}
-	blocks := tcCollect(0, true, id|1<<63, false)
-	_ = tcGiveBack(blocks, tcLive, s, false)
-}
-
-// tcUnusedBytes is what a pool's UsedBytes counts of handle's blocks that
-// the user does not hold: cached blocks, and live ones' rounding to their
-// class.
-func tcUnusedBytes(e *entry) uintptr {
-	if !e.cached {
-		return 0
+	blocks := tcCollect(0, true, key, false)
+	for len(blocks) > 0 {
+		h := blocks[0].handle
+		n := 1
+		for n < len(blocks) && blocks[n].handle == h {
+			n++
+		}
+		if f := tcFrontOf(uintptr(h)); f != nil {
+			_ = f.giveBack(blocks[:n], s)
+		}
+		blocks = blocks[n:]
 	}
-	var cached, rounding C.size_t
-	C.rmmgo_tc_handle_bytes(C.uint64_t(e.handle), &cached, &rounding)
-	return uintptr(cached) + uintptr(rounding)
 }
 
-// tcExitMine hands the calling thread's cache to the orphan list, as the
-// thread's exit would (for tests; the goroutine must be locked to its
-// thread).
+// tcExitMine hands the calling thread's cache to the depot, as the thread's
+// exit would (for tests; the goroutine must be locked to its thread).
 func tcExitMine() { C.rmmgo_tc_exit_mine() }
 
 // tcCounts reports what the table and caches hold (for tests).
-func tcCounts() (live, cached, orphans, caches int) {
+func tcCounts() (live, cached, depot, caches int) {
 	var l, c, o, k C.size_t
 	C.rmmgo_tc_counts(&l, &c, &o, &k)
 	return int(l), int(c), int(o), int(k)
 }
 
-//export rmmgo_go_drain_orphans
-func rmmgo_go_drain_orphans() {
-	defer func() { _ = recover() }() // never into C; the blocks stay allocated
-	blocks := tcCollectOrphans()
-	_ = tcGiveBack(blocks, tcLive, core.DefaultStream, true)
+// tcBudget reports handle's budget, the part of it no thread reserved, and
+// the bytes cached for it (for tests).
+func tcBudget(handle uintptr) (budget uintptr, unreserved int64, cached uintptr) {
+	var b, c C.size_t
+	var u C.int64_t
+	C.rmmgo_tc_budget(C.uint64_t(handle), &b, &u, &c)
+	return uintptr(b), int64(u), uintptr(c)
 }
 
-// tcCollectOrphans takes the orphan list: the blocks of threads that
-// exited, of every handle.
-func tcCollectOrphans() []C.rmmgo_tc_block {
-	var n C.size_t
-	p := C.rmmgo_tc_take_orphans(&n)
-	if p == nil {
-		return nil
+// ------------------------------------------------------------ crossings
+
+// tcCall reads a crossing's arguments; the blocks to give back first are
+// given back on the way in.
+func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
+	if call.ngive > 0 {
+		tcGiveBackAny(unsafe.Slice(call.give, int(call.ngive)))
 	}
-	defer C.free(unsafe.Pointer(p))
-	return append([]C.rmmgo_tc_block(nil), unsafe.Slice(p, int(n))...)
+	e, ok := reg.lookup(uintptr(call.handle))
+	if !ok {
+		return nil, nil, false
+	}
+	c, ok := e.res.(core.Cacheable)
+	return e, c, ok
+}
+
+//export rmmgo_go_refill
+func rmmgo_go_refill(call *C.rmmgo_tc_call) (st status) {
+	defer recoverTo("rmm_allocate", &st)
+	call.got = 0
+	e, c, ok := tcCall(call)
+	if !ok {
+		return badHandle("rmm_allocate", toHandle(uintptr(call.handle)))
+	}
+	out := unsafe.Slice((*uintptr)(unsafe.Pointer(call.ptrs)), int(call.n))
+	n, err := c.AllocateBatch(core.Stream(call.stream), uintptr(call.size), out)
+	if err == nil && (n < 1 || out[0] == 0) {
+		err = fmt.Errorf("%w: the %s resource returned no memory and no error", errInternal, e.res.Kind())
+	}
+	if err != nil {
+		return allocFailed("rmm_allocate", e, call.bytes, call.alignment, err)
+	}
+	call.got = C.int(n)
+	call.budget = C.size_t(c.CacheLimits().Budget)
+	return statusSuccess
+}
+
+//export rmmgo_go_drain
+func rmmgo_go_drain(call *C.rmmgo_tc_call) (st status) {
+	defer recoverTo("rmm_deallocate", &st)
+	_, c, ok := tcCall(call)
+	if !ok {
+		return badHandle("rmm_deallocate", toHandle(uintptr(call.handle)))
+	}
+	ptrs := unsafe.Slice((*uintptr)(unsafe.Pointer(call.ptrs)), int(call.n))
+	if err := c.DeallocateBatch(core.Stream(call.stream), uintptr(call.size), ptrs); err != nil {
+		return fail(fmt.Sprintf("rmm_deallocate: giving back %d cached blocks of %d bytes", call.n, call.size), err, statusInternal)
+	}
+	call.budget = C.size_t(c.CacheLimits().Budget)
+	return statusSuccess
+}
+
+//export rmmgo_go_free_check
+func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes, allocated C.size_t, why C.int) (st status) {
+	fn := "rmm_deallocate"
+	if which == C.RMMGO_TC_FREE_SYNC {
+		fn = "rmm_deallocate_sync"
+	}
+	defer recoverTo(fn, &st)
+	e, ok := reg.lookup(uintptr(handle))
+	if !ok {
+		return badHandle(fn, toHandle(uintptr(handle)))
+	}
+	fn = fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes)
+	kind := e.res.Kind()
+	var err error
+	switch why {
+	case C.RMMGO_TC_SIZE:
+		c, ok := e.res.(core.Cacheable)
+		if !ok {
+			return statusSuccess
+		}
+		if err = c.CheckFree(uintptr(ptr), uintptr(bytes), uintptr(allocated)); err == nil {
+			return statusSuccess
+		}
+	case C.RMMGO_TC_NOT_LIVE:
+		err = fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kind, core.ErrInvalidPointer, uintptr(ptr))
+	default:
+		err = fmt.Errorf("%s: %w: %#x belongs to another resource", kind, core.ErrInvalidPointer, uintptr(ptr))
+	}
+	return fail(fn, err, statusInternal)
+}
+
+//export rmmgo_go_stream_live
+func rmmgo_go_stream_live(stream C.uintptr_t) (live C.int) {
+	defer func() {
+		if recover() != nil {
+			live = 0
+		}
+	}()
+	if streams.retired(core.Stream(stream)) {
+		return 0
+	}
+	return 1
 }
 
 //export rmmgo_go_stream_key
@@ -306,97 +397,35 @@ func rmmgo_go_stream_key(stream C.uintptr_t, key *C.uint64_t) (rc C.int) {
 			rc = 1
 		}
 	}()
-	r, err := runtimeOrFail()
+	k, err := core.StreamKey(core.Stream(stream))
 	if err != nil {
 		return 1
 	}
-	id, err := r.StreamGetID(cudart.Stream(stream))
-	if err != nil {
-		return 1
-	}
-	*key = C.uint64_t(id | 1<<63)
+	*key = C.uint64_t(k)
 	return 0
 }
 
-//export rmmgo_go_refill
-func rmmgo_go_refill(handle, stream C.uintptr_t, size, bytes, alignment C.size_t, n C.int, out *C.uintptr_t, got *C.int) (st status) {
-	defer recoverTo("rmm_allocate", &st)
-	*got = 0
-	e, ok := reg.lookup(uintptr(handle))
-	if !ok {
-		return badHandle("rmm_allocate", toHandle(uintptr(handle)))
-	}
-	dst := unsafe.Slice(out, int(n))
-	s := core.Stream(stream)
-	k := 0
-	retried := false
-	for k < int(n) {
-		p, err := e.res.Allocate(s, uintptr(size), core.DefaultAlignment)
-		if err == nil && p == 0 {
-			err = fmt.Errorf("%w: the %s resource returned no memory and no error", errInternal, e.res.Kind())
-		}
-		if err != nil {
-			if k > 0 {
-				break // a shorter batch
-			}
-			// Memory parked in thread caches may be what is missing.
-			if !retried && errors.Is(err, core.ErrOutOfMemory) && tcFlushForRetry(e) {
-				retried = true
-				continue
-			}
-			if retried {
-				tcFlushFutile(e)
-			}
-			return allocFailed("rmm_allocate", e, bytes, alignment, err)
-		}
-		dst[k] = C.uintptr_t(p)
-		k++
-	}
-	*got = C.int(k)
-	tcRefreshCapacity(e)
-	return statusSuccess
-}
-
-//export rmmgo_go_drain
-func rmmgo_go_drain(handle, stream C.uintptr_t, size C.size_t, ptrs *C.uintptr_t, n C.int) (st status) {
-	defer recoverTo("rmm_deallocate", &st)
-	e, ok := reg.lookup(uintptr(handle))
-	if !ok {
-		return badHandle("rmm_deallocate", toHandle(uintptr(handle)))
-	}
-	var first error
-	for _, p := range unsafe.Slice(ptrs, int(n)) {
-		if err := e.res.Deallocate(core.Stream(stream), uintptr(p), uintptr(size), core.DefaultAlignment); err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return fail(fmt.Sprintf("rmm_deallocate: giving back %d cached blocks of %d bytes", n, size), first, statusInternal)
-	}
-	return statusSuccess
-}
-
-// The uncached calls. On a resource that cannot grow, an allocation that
-// fails for want of memory first takes back what the thread caches hold.
+// The uncached calls. Resources that caches serve ask the caches for their
+// blocks themselves before they grow or fail (core.Cacheable).
 
 //export rmmgo_go_allocate
 func rmmgo_go_allocate(mr C.rmm_resource_t, stream C.rmm_stream_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
-	defer recoverTo("rmm_allocate", &st)
+	const fn = "rmm_allocate"
+	defer recoverTo(fn, &st)
 	if ptr == nil {
-		return invalid("rmm_allocate", "ptr is NULL")
+		return invalid(fn, "ptr is NULL")
 	}
 	e, ok := reg.lookup(handleValue(mr))
 	if !ok {
-		return badHandle("rmm_allocate", mr)
+		return badHandle(fn, mr)
 	}
-	p, err := e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment))
-	if err != nil && errors.Is(err, core.ErrOutOfMemory) && tcFlushForRetry(e) {
-		if p, err = e.res.Allocate(streamValue(stream), uintptr(bytes), uintptr(alignment)); err != nil {
-			tcFlushFutile(e)
-		}
+	s := streamValue(stream)
+	if err := streams.check(s); err != nil {
+		return fail(fmt.Sprintf("%s(%d bytes, alignment %d)", fn, bytes, alignment), err, statusInvalidArgument)
 	}
+	p, err := e.res.Allocate(s, uintptr(bytes), uintptr(alignment))
 	if err != nil || (p == 0 && bytes != 0) {
-		return allocFailed("rmm_allocate", e, bytes, alignment, err)
+		return allocFailed(fn, e, bytes, alignment, err)
 	}
 	putPointer(ptr, p)
 	return statusSuccess
@@ -409,10 +438,14 @@ func rmmgo_go_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.
 	if !ok {
 		return badHandle("rmm_deallocate", mr)
 	}
+	s := streamValue(stream)
+	if err := streams.check(s); err != nil {
+		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInvalidArgument)
+	}
 	if ptr == nil {
 		return statusSuccess
 	}
-	if err := e.res.Deallocate(streamValue(stream), uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
+	if err := e.res.Deallocate(s, uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
 	}
 	return statusSuccess
@@ -452,8 +485,12 @@ func rmm_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, alignme
 // toStream is the rmm_stream_t of stream number s (for tests).
 func toStream(s uintptr) C.rmm_stream_t { return *(*C.rmm_stream_t)(unsafe.Pointer(&s)) }
 
-// cSizeT is size_t (for tests, which cannot name C types).
-type cSizeT = C.size_t
+// cSizeT is size_t, cStream rmm_stream_t (for tests, which cannot name C
+// types).
+type (
+	cSizeT  = C.size_t
+	cStream = C.rmm_stream_t
+)
 
 // deallocateAt is rmm_deallocate on the default stream with the pointer as
 // a uintptr (for tests).

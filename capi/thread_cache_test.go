@@ -15,15 +15,16 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-// The per-thread cache seen from Go: what the C side holds (tcCounts) after
-// each kind of flush, and many goroutines (each on its own OS thread while
-// it runs) allocating and freeing through the C entry points under -race.
+// The per-thread cache seen from Go: what the C side holds (tcCounts,
+// tcBudget) after each kind of flush, its bounds, and many goroutines (each
+// on its own OS thread while it runs) allocating and freeing through the C
+// entry points under -race.
 
-func newPoolEntry(t *testing.T, max uintptr) (*core.Pool, *entry) {
+func newPoolEntry(t *testing.T, initial, max uintptr) (*core.Pool, *entry) {
 	t.Helper()
 	cuda, err := core.NewCuda()
 	require.NoError(t, err)
-	pool, err := core.NewPool(cuda, core.PoolOptions{InitialSize: 16 << 20, MaximumSize: max})
+	pool, err := core.NewPool(cuda, core.PoolOptions{InitialSize: initial, MaximumSize: max})
 	require.NoError(t, err)
 	e, err := reg.add(pool, true, 0, nil)
 	require.NoError(t, err)
@@ -36,24 +37,33 @@ func requireCache(t *testing.T) {
 	}
 }
 
-func TestThreadCacheServesBarePoolsOnly(t *testing.T) {
+// C_size holds a size_t out-parameter for the exports.
+type C_size struct{ v cSizeT }
+
+func poolUsed(t *testing.T, h uintptr) uintptr {
+	t.Helper()
+	var used C_size
+	require.Equal(t, statusSuccess, rmm_pool_used_bytes(toHandle(h), &used.v), lastMessage())
+	return uintptr(used.v)
+}
+
+func TestThreadCacheServesCacheableOnly(t *testing.T) {
 	requireCache(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pool, e := newPoolEntry(t, 0)
+	pool, e := newPoolEntry(t, 16<<20, 0)
 	h := toHandle(e.handle)
-	assert.True(t, e.cached)
+	assert.NotNil(t, tcFrontOf(e.handle))
 
 	var p, q unsafe.Pointer
 	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 5000, 256, &p), lastMessage())
 	live, cached, _, _ := tcCounts()
 	assert.Equal(t, 1, live)
 	assert.Positive(t, cached, "a refill caches the rest of its batch")
-	// The pool counts the batch; the C query does not.
-	assert.Greater(t, pool.UsedBytes(), uintptr(5120))
-	var used C_size
-	require.Equal(t, statusSuccess, rmm_pool_used_bytes(h, &used.v))
-	assert.EqualValues(t, 5120, used.v)
+	// One number for bytes in use, whoever asks: the blocks the cache
+	// keeps are not in use.
+	assert.EqualValues(t, 5120, pool.UsedBytes())
+	assert.EqualValues(t, 5120, poolUsed(t, e.handle))
 	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 5000, 256), lastMessage())
 	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 5100, 256, &q), lastMessage())
 	assert.Equal(t, p, q, "same class, same stream: the block comes back at once")
@@ -64,7 +74,7 @@ func TestThreadCacheServesBarePoolsOnly(t *testing.T) {
 	require.NoError(t, err)
 	se, err := reg.add(stats, false, 0, nil)
 	require.NoError(t, err)
-	assert.False(t, se.cached)
+	assert.Nil(t, tcFrontOf(se.handle))
 	live0, _, _, _ := tcCounts()
 	require.Equal(t, statusSuccess, rmm_allocate(toHandle(se.handle), nil, 5000, 256, &p), lastMessage())
 	live1, _, _, _ := tcCounts()
@@ -80,51 +90,142 @@ func TestThreadCacheServesBarePoolsOnly(t *testing.T) {
 	live, cached, _, _ = tcCounts()
 	assert.Zero(t, live)
 	assert.Zero(t, cached)
+	assert.Nil(t, tcFrontOf(e.handle))
 }
 
-// C_size holds a size_t out-parameter for the exports.
-type C_size struct{ v cSizeT }
-
-func TestThreadCacheStreamDestroyGivesBlocksBack(t *testing.T) {
+// TestThreadCacheUsedBytesOneNumber: blocks rounded up to a size class
+// count with the size their users asked for, from C and from Go alike, and
+// parked blocks not at all, whichever thread allocated or freed them.
+func TestThreadCacheUsedBytesOneNumber(t *testing.T) {
 	requireCache(t)
+	pool, e := newPoolEntry(t, 16<<20, 0)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	sizes := []uintptr{1, 1000, 4400, 9000, 70000, 300001, 1 << 20, 6 << 20}
+	ptrs := make([]unsafe.Pointer, len(sizes))
+	var want uintptr
+	onThread(func() {
+		for i, n := range sizes {
+			require.Equal(t, statusSuccess, rmm_allocate(h, nil, cSize(uint64(n)), 256, &ptrs[i]), lastMessage())
+			want += (n + 255) &^ 255
+		}
+	})
+	assert.Equal(t, want, pool.UsedBytes())
+	assert.Equal(t, want, poolUsed(t, e.handle))
+	// Freed by another thread: the rounding and the parked blocks move
+	// there, the number stays right.
+	onThread(func() {
+		for i := 0; i < len(sizes); i += 2 {
+			require.Equal(t, statusSuccess, rmm_deallocate(h, nil, ptrs[i], cSize(uint64(sizes[i])), 256), lastMessage())
+			want -= (sizes[i] + 255) &^ 255
+		}
+	})
+	assert.Equal(t, want, pool.UsedBytes())
+	assert.Equal(t, want, poolUsed(t, e.handle))
+	onThread(func() {
+		for i := 1; i < len(sizes); i += 2 {
+			require.Equal(t, statusSuccess, rmm_deallocate(h, nil, ptrs[i], cSize(uint64(sizes[i])), 256), lastMessage())
+		}
+	})
+	assert.Zero(t, pool.UsedBytes())
+	assert.Zero(t, poolUsed(t, e.handle))
+}
+
+// onThread runs fn on a new OS thread, which exits afterwards (its cache
+// goes to the depot).
+func onThread(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // not unlocked: the thread exits with the goroutine
+		fn()
+	}()
+	<-done
+}
+
+func TestThreadCacheStreamContract(t *testing.T) {
+	pool, e := newPoolEntry(t, 16<<20, 0)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pool, e := newPoolEntry(t, 0)
-	defer reg.release(e.handle)
-	h := toHandle(e.handle)
-	r, err := cudart.Default()
-	require.NoError(t, err)
-	s, err := r.StreamCreate(cudart.StreamFlagNonBlocking)
-	require.NoError(t, err)
+	var sv C_stream
+	require.Equal(t, statusSuccess, rmm_stream_create(&sv.v), lastMessage())
+	s := sv.v
 	var p unsafe.Pointer
-	require.Equal(t, statusSuccess, rmm_allocate(h, toStream(uintptr(s)), 3000, 256, &p), lastMessage())
-	require.Equal(t, statusSuccess, rmm_deallocate(h, toStream(uintptr(s)), p, 3000, 256), lastMessage())
+	require.Equal(t, statusSuccess, rmm_allocate(h, s, 3000, 256, &p), lastMessage())
+	require.Equal(t, statusSuccess, rmm_deallocate(h, s, p, 3000, 256), lastMessage())
+	if tcEnabled() {
+		_, cached, _, _ := tcCounts()
+		require.Positive(t, cached)
+	}
+	require.Equal(t, statusSuccess, rmm_stream_destroy(s), lastMessage())
 	_, cached, _, _ := tcCounts()
-	require.Positive(t, cached)
-	require.Equal(t, statusSuccess, rmm_stream_destroy(toStream(uintptr(s))), lastMessage())
-	_, cached, _, _ = tcCounts()
 	assert.Zero(t, cached, "blocks cached under the stream went back before it was destroyed")
 	assert.Zero(t, pool.UsedBytes())
+
+	// Every call naming the destroyed stream fails, and says why.
+	for _, c := range []struct {
+		name string
+		st   status
+	}{
+		{"rmm_allocate", rmm_allocate(h, s, 3000, 256, &p)},
+		{"rmm_deallocate", rmm_deallocate(h, s, p, 3000, 256)},
+		{"rmm_stream_synchronize", rmm_stream_synchronize(s)},
+		{"rmm_stream_destroy", rmm_stream_destroy(s)},
+		{"rmm_memset", rmm_memset(p, 0, 1, s)},
+	} {
+		assert.Equal(t, statusInvalidArgument, c.st, c.name)
+		assert.Contains(t, lastMessage(), "was destroyed by rmm_stream_destroy", c.name)
+	}
+	// A new stream of the same kind reuses it: alive again.
+	var s2 C_stream
+	require.Equal(t, statusSuccess, rmm_stream_create(&s2.v), lastMessage())
+	assert.Equal(t, s, s2.v, "the retired stream is reused")
+	require.Equal(t, statusSuccess, rmm_allocate(h, s2.v, 3000, 256, &p), lastMessage())
+	require.Equal(t, statusSuccess, rmm_deallocate(h, s2.v, p, 3000, 256), lastMessage())
+	require.Equal(t, statusSuccess, rmm_stream_synchronize(s2.v), lastMessage())
+	require.Equal(t, statusSuccess, rmm_stream_destroy(s2.v), lastMessage())
+
+	// A stream the library did not make is passed on; destroying it
+	// destroys it.
+	r, err := cudart.Default()
+	require.NoError(t, err)
+	foreign, err := r.StreamCreate(cudart.StreamFlagNonBlocking)
+	require.NoError(t, err)
+	require.Equal(t, statusSuccess, rmm_allocate(h, toStream(uintptr(foreign)), 3000, 256, &p), lastMessage())
+	require.Equal(t, statusSuccess, rmm_deallocate(h, toStream(uintptr(foreign)), p, 3000, 256), lastMessage())
+	before := streams.parkedCount()
+	require.Equal(t, statusSuccess, rmm_stream_destroy(toStream(uintptr(foreign))), lastMessage())
+	assert.Equal(t, before, streams.parkedCount(), "not parked")
+	if r.Backend() == cudart.BackendSimulated {
+		// Only the simulated device can say so: on a GPU the handle now
+		// dangles, and asking CUDA about it is undefined.
+		assert.Error(t, r.StreamSynchronize(foreign), "destroyed in CUDA")
+	}
 }
 
-func TestThreadCacheOutOfMemoryFlushesOtherThreads(t *testing.T) {
+// C_stream holds an rmm_stream_t out-parameter.
+type C_stream struct{ v cStream }
+
+func TestThreadCacheReclaimBeforeFailing(t *testing.T) {
 	requireCache(t)
-	_, e := newPoolEntry(t, 16<<20)
+	_, e := newPoolEntry(t, 16<<20, 16<<20)
 	defer reg.release(e.handle)
 	h := toHandle(e.handle)
-	// Another OS thread caches 16 x 256 KiB and stays alive.
+	// Another OS thread caches blocks and stays alive.
 	parked, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		ps := make([]unsafe.Pointer, 16)
 		for i := range ps {
-			if st := rmm_allocate(h, nil, 256<<10, 256, &ps[i]); st != statusSuccess {
+			if st := rmm_allocate(h, nil, 64<<10, 256, &ps[i]); st != statusSuccess {
 				t.Errorf("allocate: %s", lastMessage())
 			}
 		}
 		for i := range ps {
-			if st := rmm_deallocate(h, nil, ps[i], 256<<10, 256); st != statusSuccess {
+			if st := rmm_deallocate(h, nil, ps[i], 64<<10, 256); st != statusSuccess {
 				t.Errorf("deallocate: %s", lastMessage())
 			}
 		}
@@ -138,13 +239,108 @@ func TestThreadCacheOutOfMemoryFlushesOtherThreads(t *testing.T) {
 	_, cached, _, _ := tcCounts()
 	require.Positive(t, cached)
 	var p unsafe.Pointer
-	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 14<<20, 256, &p), lastMessage())
+	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 16<<20, 256, &p), lastMessage())
 	_, cached, _, _ = tcCounts()
-	assert.Zero(t, cached, "the failed attempt flushed every cache")
-	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 14<<20, 256), lastMessage())
+	assert.Zero(t, cached, "the pool took every cached block back before failing")
+	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 16<<20, 256), lastMessage())
 }
 
-func TestThreadCacheBinningAdaptorBinTurnsItOff(t *testing.T) {
+// TestThreadCacheReclaimBeforeGrowing: a pool that grows on demand takes
+// the blocks parked in thread caches back before it grows.
+func TestThreadCacheReclaimBeforeGrowing(t *testing.T) {
+	requireCache(t)
+	pool, e := newPoolEntry(t, 4<<20, 0)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	parked, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		ps := make([]unsafe.Pointer, 16)
+		for i := range ps {
+			if st := rmm_allocate(h, nil, 64<<10, 256, &ps[i]); st != statusSuccess {
+				t.Errorf("allocate: %s", lastMessage())
+			}
+		}
+		for i := range ps {
+			if st := rmm_deallocate(h, nil, ps[i], 64<<10, 256); st != statusSuccess {
+				t.Errorf("deallocate: %s", lastMessage())
+			}
+		}
+		close(parked)
+		<-done
+	}()
+	<-parked
+	defer close(done)
+	_, _, cached := tcBudget(e.handle)
+	require.GreaterOrEqual(t, cached, uintptr(1<<20), "a MiB parked in the other thread")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var p unsafe.Pointer
+	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 4<<20, 256, &p), lastMessage())
+	assert.Equal(t, uintptr(4<<20), pool.PoolSize(), "served by the parked memory, without growing")
+	_, _, cached = tcBudget(e.handle)
+	assert.Zero(t, cached)
+	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 4<<20, 256), lastMessage())
+}
+
+// TestThreadCacheBudget: whatever the number of threads, the caches of a
+// handle hold at most its budget in bytes, which follows the pool's size.
+func TestThreadCacheBudget(t *testing.T) {
+	requireCache(t)
+	pool, e := newPoolEntry(t, 0, 0)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	const threads = 8
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	var ready sync.WaitGroup
+	ready.Add(threads)
+	for w := 0; w < threads; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			// Each thread frees 16 MiB of blocks of many classes: far more
+			// than the budget allows any thread to keep.
+			var ps []unsafe.Pointer
+			var ns []uint64
+			for i := 0; i < 256; i++ {
+				n := uint64(1+rand.Intn(128)) << 10
+				var p unsafe.Pointer
+				if st := rmm_allocate(h, nil, cSize(n), 256, &p); st != statusSuccess {
+					t.Errorf("allocate: %s", lastMessage())
+					return
+				}
+				ps, ns = append(ps, p), append(ns, n)
+			}
+			for i := range ps {
+				if st := rmm_deallocate(h, nil, ps[i], cSize(ns[i]), 256); st != statusSuccess {
+					t.Errorf("deallocate: %s", lastMessage())
+				}
+			}
+			ready.Done()
+			<-release // keep the cache alive
+		}(w)
+	}
+	ready.Wait()
+	budget, unreserved, cached := tcBudget(e.handle)
+	assert.Equal(t, pool.CacheLimits().Budget, budget, "the budget follows the pool's size")
+	assert.Positive(t, cached)
+	assert.LessOrEqual(t, cached, budget, "the caches keep at most the budget")
+	assert.GreaterOrEqual(t, unreserved, int64(0))
+	assert.Zero(t, pool.UsedBytes())
+	close(release)
+	wg.Wait()
+	// The threads exited: their blocks went to the depot, still within the
+	// budget and not in use.
+	_, _, cached = tcBudget(e.handle)
+	assert.LessOrEqual(t, cached, budget)
+	assert.Zero(t, pool.UsedBytes())
+}
+
+func TestThreadCacheBinningAdaptorBin(t *testing.T) {
 	requireCache(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -161,7 +357,8 @@ func TestThreadCacheBinningAdaptorBinTurnsItOff(t *testing.T) {
 	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 1000, 256), lastMessage())
 	_, cached, _, _ := tcCounts()
 	require.Positive(t, cached)
-	// A statistics bin: the cache lets go of the handle for good.
+	// A statistics bin for 64 KiB: the sizes it serves are not cached any
+	// more (it must see every call); the fixed-size bins' still are.
 	sres, err := core.NewStatistics(cuda)
 	require.NoError(t, err)
 	stats, err := reg.add(sres, true, 0, nil)
@@ -169,17 +366,23 @@ func TestThreadCacheBinningAdaptorBinTurnsItOff(t *testing.T) {
 	require.Equal(t, statusSuccess, rmm_binning_add_bin(h, 1<<16, toHandle(stats.handle)), lastMessage())
 	require.NoError(t, reg.release(stats.handle))
 	live, cached, _, _ := tcCounts()
-	assert.Zero(t, live+cached)
+	assert.Zero(t, live+cached, "adding a bin empties the cache")
 	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 1000, 256, &p), lastMessage())
 	live, _, _, _ = tcCounts()
-	assert.Zero(t, live)
+	assert.Equal(t, 1, live, "1000 bytes: a fixed-size bin's, cached")
 	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 1000, 256), lastMessage())
+	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 5000, 256, &p), lastMessage())
+	live, _, _, _ = tcCounts()
+	assert.Equal(t, 0, live, "5000 bytes: the statistics bin's, not cached")
+	_, count := sres.Counters()
+	assert.EqualValues(t, 1, count.Value)
+	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, p, 5000, 256), lastMessage())
 }
 
 // Many goroutines, each on its own thread while it runs, allocate on the
 // default stream and free some of their blocks from another goroutine.
 func TestThreadCacheConcurrent(t *testing.T) {
-	pool, e := newPoolEntry(t, 0)
+	pool, e := newPoolEntry(t, 16<<20, 0)
 	h := toHandle(e.handle)
 	const workers, steps = 8, 2000
 	handoff := make(chan [2]uintptr, 1024)
@@ -237,23 +440,22 @@ func TestThreadCacheConcurrent(t *testing.T) {
 	for b := range handoff {
 		require.Equal(t, statusSuccess, deallocateAt(h, b[0], uint64(b[1])), lastMessage())
 	}
-	var used C_size
-	require.Equal(t, statusSuccess, rmm_pool_used_bytes(h, &used.v))
-	assert.Zero(t, used.v)
+	assert.Zero(t, poolUsed(t, e.handle))
+	assert.Zero(t, pool.UsedBytes())
 	require.NoError(t, reg.release(e.handle))
-	live, cached, _, _ := tcCounts()
-	assert.Zero(t, live+cached)
-	_ = pool
+	live, cached, depot, _ := tcCounts()
+	assert.Zero(t, live+cached+depot)
 }
 
-// A flush that did not help quiets further out-of-memory flushes of that
-// handle for a moment, so a program that keeps hitting a full resource does
-// not synchronize the device and empty every cache on each failure.
-func TestThreadCacheFutileFlushQuiets(t *testing.T) {
+// A reclaim that did not save an allocation quiets further reclaims of
+// that resource for a moment, so a program that keeps hitting a full
+// resource does not synchronize the device and empty every cache on each
+// failure.
+func TestThreadCacheFutileReclaimQuiets(t *testing.T) {
 	requireCache(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	_, e := newPoolEntry(t, 16<<20)
+	_, e := newPoolEntry(t, 16<<20, 16<<20)
 	defer reg.release(e.handle)
 	h := toHandle(e.handle)
 	park := func() {
@@ -270,28 +472,28 @@ func TestThreadCacheFutileFlushQuiets(t *testing.T) {
 		require.Equal(t, statusOutOfMemory, rmm_allocate(h, nil, 32<<20, 256, &p))
 	}
 	park()
-	tooBig() // flushes, retries, fails: futile
+	tooBig() // reclaims, retries, fails: futile
 	_, cached, _, _ := tcCounts()
-	require.Zero(t, cached, "the first failure flushes")
+	require.Zero(t, cached, "the first failure reclaims")
 	park()
 	tooBig()
 	_, cached, _, _ = tcCounts()
-	assert.Positive(t, cached, "a failure right after a futile flush leaves the caches alone")
-	time.Sleep(tcFutileQuiet + 5*time.Millisecond)
+	assert.Positive(t, cached, "a failure right after a futile reclaim leaves the caches alone")
+	time.Sleep(15 * time.Millisecond) // cachepolicy.ReclaimQuiet and some
 	tooBig()
 	_, cached, _, _ = tcCounts()
-	assert.Zero(t, cached, "after the quiet time a failure flushes again")
+	assert.Zero(t, cached, "after the quiet time a failure reclaims again")
 }
 
-// A thread that exits leaves its cache to the orphan list; a new thread on
-// the same handle and stream adopts it on its first miss instead of giving
-// it back to Go (which costs a device synchronization); another stream's
-// pair does not take it.
-func TestThreadCacheOrphansAdopted(t *testing.T) {
+// A thread that exits leaves its pairs in the depot; a new thread on the
+// same handle and stream takes a pair over whole on its first miss;
+// another stream's pair does not. What nobody takes goes back with the
+// next crossing once it waited long enough.
+func TestThreadCacheExitedThreads(t *testing.T) {
 	requireCache(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	_, e := newPoolEntry(t, 0)
+	pool, e := newPoolEntry(t, 16<<20, 0)
 	defer reg.release(e.handle)
 	h := toHandle(e.handle)
 	freed := map[unsafe.Pointer]bool{}
@@ -305,27 +507,55 @@ func TestThreadCacheOrphansAdopted(t *testing.T) {
 	}
 	_, cachedBefore, _, _ := tcCounts()
 	tcExitMine() // as if this thread exited
-	_, cached, orphans, _ := tcCounts()
-	require.Positive(t, orphans)
-	assert.Equal(t, cachedBefore, cached, "orphans stay CACHED in the table: a free of one is a double free")
-	assert.Equal(t, statusInvalidPointer, rmm_deallocate(h, nil, ps[0], 3000, 256), "double free of an orphan")
+	_, cached, depot, _ := tcCounts()
+	require.Positive(t, depot)
+	assert.Equal(t, cachedBefore, cached, "depot blocks stay CACHED in the table: a free of one is a double free")
+	assert.Equal(t, statusInvalidPointer, rmm_deallocate(h, nil, ps[0], 3000, 256), "double free of a depot block")
+	assert.Zero(t, pool.UsedBytes(), "the depot's blocks are not in use")
 
 	// Another stream's pair leaves them alone.
-	r, err := cudart.Default()
-	require.NoError(t, err)
-	s, err := r.StreamCreate(cudart.StreamFlagNonBlocking)
-	require.NoError(t, err)
+	var s C_stream
+	require.Equal(t, statusSuccess, rmm_stream_create(&s.v), lastMessage())
 	var q unsafe.Pointer
-	require.Equal(t, statusSuccess, rmm_allocate(h, toStream(uintptr(s)), 3000, 256, &q), lastMessage())
-	_, _, o2, _ := tcCounts()
-	assert.Equal(t, orphans, o2, "a pair of another stream adopts nothing")
-	require.Equal(t, statusSuccess, rmm_deallocate(h, toStream(uintptr(s)), q, 3000, 256), lastMessage())
-	require.Equal(t, statusSuccess, rmm_stream_destroy(toStream(uintptr(s))), lastMessage())
+	require.Equal(t, statusSuccess, rmm_allocate(h, s.v, 3000, 256, &q), lastMessage())
+	_, _, d2, _ := tcCounts()
+	assert.Equal(t, depot, d2, "a pair of another stream takes nothing")
+	require.Equal(t, statusSuccess, rmm_deallocate(h, s.v, q, 3000, 256), lastMessage())
+	require.Equal(t, statusSuccess, rmm_stream_destroy(s.v), lastMessage())
 
 	// The "new thread" (a fresh cache on this one) on the default stream.
 	require.Equal(t, statusSuccess, rmm_allocate(h, nil, 2900, 256, &q), lastMessage())
-	_, _, o3, _ := tcCounts()
-	assert.Zero(t, o3, "the same handle and stream adopt every orphan")
-	assert.True(t, freed[q], "the allocation is served from the adopted blocks")
+	_, _, d3, _ := tcCounts()
+	assert.Zero(t, d3, "the same handle and stream take the pair over")
+	assert.True(t, freed[q], "the allocation is served from the taken-over blocks")
 	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, q, 2900, 256), lastMessage())
+
+	// Exit again; nobody takes the pair; after the wait, the next crossing
+	// (a miss of another class) gives it back.
+	tcExitMine()
+	_, _, d4, _ := tcCounts()
+	require.Positive(t, d4)
+	time.Sleep(pool.CacheLimits().ExitedWait + 5*time.Millisecond)
+	var r C_stream
+	require.Equal(t, statusSuccess, rmm_stream_create(&r.v), lastMessage())
+	require.Equal(t, statusSuccess, rmm_allocate(h, r.v, 100000, 256, &q), lastMessage())
+	_, cached, d5, _ := tcCounts()
+	assert.Zero(t, d5, "given back by the crossing")
+	_, _, held := tcBudget(e.handle)
+	assert.Less(t, held, uintptr(1<<20), "only the new pair's blocks are cached")
+	_ = cached
+	require.Equal(t, statusSuccess, rmm_deallocate(h, r.v, q, 100000, 256), lastMessage())
+	require.Equal(t, statusSuccess, rmm_stream_destroy(r.v), lastMessage())
+}
+
+// TestStreamKeyOfID: the C cache computes core's stream key of a stream of
+// id i as i | core.StreamKeyOfID(0) (the one definition is core's).
+func TestStreamKeyOfID(t *testing.T) {
+	flag := core.StreamKeyOfID(0)
+	for _, id := range []uint64{0, 1, 2, 77, 1 << 40, 1<<63 - 1} {
+		assert.Equal(t, core.StreamKeyOfID(id), id|flag, "id %d", id)
+	}
+	k, err := core.StreamKey(core.DefaultStream)
+	require.NoError(t, err)
+	assert.Zero(t, k)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
 	"github.com/rmmgo/rmmgo/core/internal/heap"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
@@ -94,6 +95,7 @@ type Arena struct {
 	windows []atomic.Pointer[superblock]
 
 	reclaimMu sync.Mutex
+	caches    caches // caches in front of the arena (cache.go)
 	closed    atomic.Bool
 	closeMu   sync.Mutex
 	dumpMu    sync.Mutex
@@ -726,6 +728,8 @@ func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
 // (adopt). It reports whether an allocation may now succeed: it gave a
 // superblock back or moved one, or the global arena has room for one.
 func (a *Arena) reclaim(own *arenaList, u int) (progress bool, err error) {
+	// Blocks the caches in front of the arena hold come back first.
+	a.caches.reclaim(0)
 	a.reclaimMu.Lock()
 	defer a.reclaimMu.Unlock()
 	// Synchronize with every arena locked, so that no free is queued
@@ -832,6 +836,7 @@ func (a *Arena) failure(s Stream, size uintptr, cause error) error {
 	if !errors.Is(cause, ErrOutOfMemory) || a.closed.Load() {
 		return closedOr(&a.closed, kindArena, cause)
 	}
+	a.caches.futile()
 	if a.dump {
 		a.writeDump(s, size)
 	}
@@ -1036,3 +1041,70 @@ func (a *Arena) writeDump(s Stream, size uintptr) {
 	_, _ = f.WriteString(b.String())
 	_ = f.Close()
 }
+
+// The arena as a Cacheable resource (cache.go).
+
+// CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
+// the arena's size.
+func (a *Arena) CacheLimits() CacheLimits { return cacheLimits(cachepolicy.MaxBlock, 0, a.size) }
+
+// AllocateBatch allocates the first block as Allocate does, the others
+// from the room the stream's arena in the caller's shard has (its
+// superblocks; the global arena for blocks above 256 KiB).
+func (a *Arena) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	first, err := a.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, err
+	}
+	out[0] = first
+	if len(out) == 1 || a.closed.Load() {
+		return 1, nil
+	}
+	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if s == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if size > smallLimit {
+		return 1 + a.global.AllocateMore(s, size, out[1:]), nil
+	}
+	sl, err := a.eng.Lookup(s)
+	if err != nil {
+		return 1, nil
+	}
+	l := a.eng.List(sl, a.eng.Shard())
+	u := int(size >> unitShift)
+	n := 1
+	l.Mu.Lock()
+	for n < len(out) && !l.Retired {
+		p := l.allocLocal(u)
+		if p == 0 {
+			break
+		}
+		out[n] = p
+		n++
+	}
+	l.Mu.Unlock()
+	return n, nil
+}
+
+// DeallocateBatch deallocates each block.
+func (a *Arena) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
+	return deallocateBatch(a, s, size, ptrs)
+}
+
+// CheckFree: the arena takes a block back with the size it was allocated
+// with, both rounded up to 256.
+func (a *Arena) CheckFree(ptr, bytes, allocated uintptr) error {
+	b := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if b != (allocated+DefaultAlignment-1)&^(DefaultAlignment-1) {
+		return a.badFree(ptr, b)
+	}
+	return nil
+}
+
+// AttachCache attaches c (see Cacheable).
+func (a *Arena) AttachCache(c BlockCache) func() { return a.caches.attach(c) }

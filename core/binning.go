@@ -32,8 +32,19 @@ type Binning struct {
 	dev      int
 
 	bins   atomic.Pointer[binTable] // never modified once published
-	mu     sync.Mutex               // serializes AddBin and Close
+	mu     sync.Mutex               // serializes AddBin, Close and links
 	closed atomic.Bool
+	// links: caches attached to the Binning, and to each of its
+	// fixed-size bins (cache.go); guarded by mu.
+	links []*binCacheLink
+}
+
+// binCacheLink is a cache attached to a Binning: attached to each bin
+// that is a FixedSize (whose blocks the cache keeps), so that a bin asks
+// for them before it grows.
+type binCacheLink struct {
+	c      BlockCache
+	detach []func()
 }
 
 type bin struct {
@@ -187,6 +198,11 @@ func (b *Binning) AddBin(size uintptr, r Resource) error {
 	}
 	bins := make([]bin, 0, len(old)+1)
 	bins = append(append(append(bins, old[:i]...), nb), old[i:]...)
+	if nb.fixed != nil {
+		for _, k := range b.links {
+			k.detach = append(k.detach, nb.fixed.AttachCache(k.c))
+		}
+	}
 	b.bins.Store(newBinTable(bins))
 	return nil
 }
@@ -353,4 +369,111 @@ func (b *Binning) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// The binning resource as a Cacheable one (cache.go). A cache may keep the
+// blocks of the bins that are FixedSize resources, up to the first bin that
+// is not (an adaptor must see every call); the budget follows what those
+// bins hold.
+
+// cachedBins returns the bins a cache may serve from: the smallest ones,
+// up to the first that is not a FixedSize.
+func (b *Binning) cachedBins() []bin {
+	bins := b.bins.Load().bins
+	for i, bn := range bins {
+		if bn.fixed == nil {
+			return bins[:i]
+		}
+	}
+	return bins
+}
+
+// CacheLimits: requests up to the largest bin a cache may serve from.
+func (b *Binning) CacheLimits() CacheLimits {
+	bins := b.cachedBins()
+	if len(bins) == 0 || b.closed.Load() {
+		return CacheLimits{}
+	}
+	var held uintptr
+	for _, bn := range bins {
+		held += bn.fixed.chunkBytes()
+	}
+	return cacheLimits(bins[len(bins)-1].size, 0, held)
+}
+
+// AllocateBatch allocates blocks of size bytes from the bin for size: the
+// first as Allocate does, the others from what the bin has at hand.
+func (b *Binning) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	if !subRequestOK(size, DefaultAlignment) {
+		return 0, rejectRequest(kindBinning, size, DefaultAlignment)
+	}
+	if b.closed.Load() {
+		return 0, errClosed(kindBinning)
+	}
+	bn := b.bins.Load().find(size)
+	if bn == nil || bn.fixed == nil {
+		// Not a size a cache serves (the bins changed meanwhile): one block.
+		p, err := b.Allocate(s, size, DefaultAlignment)
+		if err != nil {
+			return 0, err
+		}
+		out[0] = p
+		return 1, nil
+	}
+	first, err := bn.fixed.allocate(s)
+	if err != nil {
+		return 0, err
+	}
+	out[0] = first
+	return 1 + bn.fixed.allocateMore(s, out[1:]), nil
+}
+
+// DeallocateBatch deallocates each block.
+func (b *Binning) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
+	return deallocateBatch(b, s, size, ptrs)
+}
+
+// CheckFree: a free goes to the bin (or upstream) its size selects, which
+// must be the one the allocation's size selected.
+func (b *Binning) CheckFree(ptr, bytes, allocated uintptr) error {
+	t := b.bins.Load()
+	if bytes == 0 || bytes > maxAllocation || allocated == 0 || allocated > maxAllocation || t.find(bytes) != t.find(allocated) {
+		return fmt.Errorf("%s: %w: %#x is not a live allocation of %d bytes (it was allocated with %d, rounded to 256)",
+			kindBinning, ErrInvalidPointer, ptr, bytes, (allocated+DefaultAlignment-1)&^(DefaultAlignment-1))
+	}
+	return nil
+}
+
+// AttachCache attaches c to each bin that is a FixedSize (see Cacheable),
+// and to the bins added later.
+func (b *Binning) AttachCache(c BlockCache) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := &binCacheLink{c: c}
+	for _, bn := range b.bins.Load().bins {
+		if bn.fixed != nil {
+			k.detach = append(k.detach, bn.fixed.AttachCache(c))
+		}
+	}
+	b.links = append(b.links, k)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			for i, x := range b.links {
+				if x == k {
+					b.links = append(b.links[:i], b.links[i+1:]...)
+					break
+				}
+			}
+			detach := k.detach
+			b.mu.Unlock()
+			for _, d := range detach {
+				d()
+			}
+		})
+	}
 }

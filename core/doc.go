@@ -119,17 +119,22 @@
 //
 // Each resource is in a file named for it, as RMM's kinds are (pool.go,
 // arena.go, cuda_async.go, statistics.go, ...); per_device.go holds the
-// per-device table. Package core/eventlog reads and writes the
+// per-device table; cache.go is what a cache in front of the
+// sub-allocators needs from them (Cacheable: the C ABI's per-thread caches;
+// Go programs need none of it). Package core/eventlog reads and writes the
 // memory-event log that Logging writes, in RMM's CSV format. The machinery
 // behind the sub-allocators is internal: core/internal/heap is the
 // coalescing block heap of Pool, Expandable and Arena's global arena (with
 // the pool's magazines, and Expandable's holes), core/internal/streamorder the stream-ordered free
 // lists that Pool, FixedSize and Arena share (stream ids, event records
-// and waits, shards per P), core/internal/inflight the per-P count of
+// and waits, shards per P), core/internal/cachepolicy the one policy for how
+// much memory caches and magazines may hold and when they give it back,
+// core/internal/inflight the per-P count of
 // calls in flight that CudaAsync's Close waits for, and core/internal/addr,
 // errs and relaxed hold the address arithmetic, the sentinel errors and
-// the relaxed shared words. async_blocks.go records the blocks CudaAsync
-// and CudaAsyncManaged hand out, for their Close.
+// the relaxed shared words. live_table.go records what the base resources
+// hand out, for checked frees and for CudaAsync's and CudaAsyncManaged's
+// Close.
 //
 // # Closing
 //

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -62,6 +63,7 @@ type FixedSize struct {
 	chunkMu sync.Mutex
 	growMu  sync.Mutex
 	gen     atomic.Uint64
+	caches  caches // caches in front of the resource (cache.go)
 
 	closed  atomic.Bool
 	closeMu sync.Mutex
@@ -545,6 +547,7 @@ func (f *FixedSize) allocateList(stream Stream) (uintptr, error) {
 func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own *blockList) (uintptr, error) {
 	st := sl.St
 	var growErr error // set once the device was synchronized after growth failed
+	reclaimed, gave := false, false
 	for {
 		gen := f.gen.Load()
 		for i := range sl.Shards {
@@ -601,7 +604,27 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own
 			streamorder.UnlockAll(ls)
 		}
 		if growErr != nil {
+			if gave {
+				f.caches.futile()
+			}
 			return 0, growErr
+		}
+		// Blocks the caches in front of the resource hold are free memory
+		// it cannot see: take them back before growing (once a call).
+		if !reclaimed {
+			reclaimed = true
+			if f.caches.reclaim(f.blockSize) {
+				gave = true
+				// The blocks came back, most likely into own: look there,
+				// then everywhere as before.
+				own.Mu.Lock()
+				b, ok := f.pop(own)
+				own.Mu.Unlock()
+				if ok {
+					return f.publish(b)
+				}
+				continue
+			}
 		}
 		f.growMu.Lock()
 		if f.gen.Load() != gen || f.closed.Load() {
@@ -622,6 +645,9 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own
 		if err != nil {
 			f.growMu.Unlock()
 			if !errors.Is(err, ErrOutOfMemory) || f.freeBytes() == 0 {
+				if gave && errors.Is(err, ErrOutOfMemory) {
+					f.caches.futile()
+				}
 				return 0, err
 			}
 			// Blocks are free, but not ordered before this stream: after a
@@ -812,3 +838,92 @@ func (f *FixedSize) Close() error {
 	errs = append(errs, f.eng.Close())
 	return errors.Join(errs...)
 }
+
+// The resource as a Cacheable one (cache.go).
+
+// CacheLimits: every request up to the block size gets a block (none when
+// blocks are larger than cachepolicy.MaxBlock); the budget follows the
+// chunks the resource holds.
+func (f *FixedSize) CacheLimits() CacheLimits {
+	if f.blockSize > cachepolicy.MaxBlock {
+		return CacheLimits{}
+	}
+	return cacheLimits(f.blockSize, f.blockSize, f.chunkBytes())
+}
+
+// AllocateBatch allocates the first block as Allocate does, the others
+// from the blocks free in the stream's list in the caller's shard.
+func (f *FixedSize) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	first, err := f.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, err
+	}
+	out[0] = first
+	return 1 + f.allocateMore(s, out[1:]), nil
+}
+
+// allocateMore fills out with blocks free in the stream's own lists (the
+// caller's shard first), without growing or waiting; it returns how many.
+func (f *FixedSize) allocateMore(s Stream, out []uintptr) int {
+	if len(out) == 0 || f.closed.Load() {
+		return 0
+	}
+	sl := f.eng.Default()
+	if s != DefaultStream && s != cudart.LegacyDefaultStream {
+		if s == cudart.PerThreadDefaultStream {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+		}
+		var err error
+		if sl, err = f.eng.Lookup(s); err != nil {
+			return 0
+		}
+	}
+	n := 0
+	mine := f.eng.Shard()
+	for i := range sl.Shards {
+		l := sl.Shards[(uint32(i)+mine)%uint32(len(sl.Shards))].Load()
+		if l == nil || l.Free.Load() == 0 {
+			continue
+		}
+		var buf [64]fixedBlock
+		k := 0
+		l.Mu.Lock()
+		for n+k < len(out) && k < len(buf) && !l.Retired && len(l.blocks) > 0 {
+			buf[k], _ = f.pop(l)
+			k++
+		}
+		l.Mu.Unlock()
+		for _, b := range buf[:k] {
+			p, err := f.publish(b)
+			if err != nil {
+				return n // closed meanwhile: Close takes every chunk back
+			}
+			out[n] = p
+			n++
+		}
+		if n == len(out) {
+			break
+		}
+	}
+	return n
+}
+
+// DeallocateBatch deallocates each block.
+func (f *FixedSize) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
+	return deallocateBatch(f, s, size, ptrs)
+}
+
+// CheckFree: a block is taken back with any size up to the block size.
+func (f *FixedSize) CheckFree(ptr, bytes, allocated uintptr) error {
+	if bytes > f.blockSize {
+		return fmt.Errorf("%s: %w: deallocating %d bytes at %#x, more than a block (%d bytes)", kindFixedSize, ErrInvalidArgument, bytes, ptr, f.blockSize)
+	}
+	return nil
+}
+
+// AttachCache attaches c (see Cacheable).
+func (f *FixedSize) AttachCache(c BlockCache) func() { return f.caches.attach(c) }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
 	"github.com/rmmgo/rmmgo/core/internal/heap"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -33,14 +34,22 @@ type PoolOptions struct {
 //
 // Sizes are rounded up to 256 bytes and every block is 256-byte aligned;
 // alignments above 256 are refused (wrap the pool in an Aligned adaptor for
-// more). A request the free memory cannot hold grows the pool as RMM does:
-// without a maximum by max(request, pool size), with a maximum by
-// max(request, half the room left), halving the attempt while the upstream
-// refuses. Freed blocks merge with free neighbours of the same upstream
+// more). A request the free memory cannot hold first takes back the blocks
+// that caches in front of the pool hold (the C ABI's thread caches, see
+// Cacheable), then grows the pool by the request, a sixteenth of the
+// pool's size or 2 MiB, whichever is largest, and no further than the
+// maximum, halving the attempt while the upstream refuses. (RMM grows by
+// the pool's size, or by half the room left below the maximum: a pool that
+// starts empty then holds up to twice, or with a maximum many times, the
+// memory in use. Growing by a sixteenth keeps it within a sixteenth of the
+// peak in use, fragmentation aside, for a few more upstream calls.) Freed
+// blocks merge with free neighbours of the same upstream
 // chunk, never across chunks; blocks up to 1 MiB first wait unmerged in a
 // magazine of their list, for allocations of exactly their size, and merge
 // when anything else needs them (before the pool grows, in particular).
-// Nothing returns to the upstream before Release or Close.
+// Nothing returns to the upstream before Release or Close. The magazines
+// together hold at most a sixteenth of the pool (at least 512 KiB; see
+// package cachepolicy).
 //
 // Memory freed on a stream is reused at once by that stream, and by other
 // streams once they can wait for it without touching the freeing stream's
@@ -64,6 +73,7 @@ type Pool struct {
 	dev      int
 	maxSize  uintptr // 0: no maximum
 	h        heap.Heap
+	caches   caches // caches in front of the pool (cache.go)
 
 	closed  atomic.Bool
 	closeMu sync.Mutex
@@ -115,6 +125,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
 	p.h.Init(kindPool, r, p.grow, true)
+	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	if initial > 0 {
 		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
 		if err != nil {
@@ -148,9 +159,17 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 		kindPool, ErrOutOfMemory, formatBytes(size), formatBytes(cur), maxText, formatBytes(size))
 }
 
-// sizeToGrow is RMM's growth policy; 0 means no room. Sizes stay multiples
-// of 256 bytes.
+// The pool's growth: by the request, 1/growFraction of the pool's size or
+// growMin bytes, whichever is largest (see Pool).
+const (
+	growMin      = 2 << 20
+	growFraction = 16
+)
+
+// sizeToGrow is the pool's growth policy; 0 means no room. Sizes stay
+// multiples of 256 bytes.
 func (p *Pool) sizeToGrow(size, cur uintptr) uintptr {
+	try := max(size, growMin, addr.AlignDown(cur/growFraction, DefaultAlignment))
 	if p.maxSize != 0 {
 		if cur >= p.maxSize {
 			return 0
@@ -159,12 +178,9 @@ func (p *Pool) sizeToGrow(size, cur uintptr) uintptr {
 		if size > rem {
 			return 0
 		}
-		return max(size, addr.AlignDown(rem/2, DefaultAlignment))
+		try = min(try, rem)
 	}
-	if cur > size {
-		return cur
-	}
-	return size
+	return try
 }
 
 // formatBytes writes a byte count as RMM's error messages do, e.g.
@@ -281,14 +297,19 @@ func (p *Pool) Device() int { return p.dev }
 // PoolSize returns the bytes the pool holds from its upstream.
 func (p *Pool) PoolSize() uintptr { return p.h.Size() }
 
-// UsedBytes returns the bytes handed out and not yet deallocated (rounded
-// to 256 each). While other goroutines allocate it is a snapshot.
+// UsedBytes returns the bytes handed out and not yet deallocated (each
+// rounded up to 256), as the users of the pool count them: blocks a cache
+// in front of the pool holds for its users (the C ABI's thread caches) are
+// not in use, and a block it handed out counts with the size its user
+// asked for. The C ABI's rmm_pool_used_bytes and Python's used_bytes report
+// this number. While other goroutines allocate it is a snapshot.
 func (p *Pool) UsedBytes() uintptr {
 	size, free := p.h.Size(), p.h.FreeBytes()
-	if free > size {
+	held := p.caches.held()
+	if free+held > size {
 		return 0
 	}
-	return size - free
+	return size - free - held
 }
 
 // Release returns to the upstream every chunk that is wholly free. It
@@ -348,3 +369,50 @@ func closedOr(closed *atomic.Bool, kind string, err error) error {
 	}
 	return err
 }
+
+// The pool as a Cacheable resource (cache.go).
+
+// CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
+// the pool's size.
+func (p *Pool) CacheLimits() CacheLimits { return cacheLimits(cachepolicy.MaxBlock, 0, p.h.Size()) }
+
+// AllocateBatch allocates the first block as Allocate does, the others
+// from the free memory of the stream's list in the caller's shard.
+func (p *Pool) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	first, err := p.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, err
+	}
+	out[0] = first
+	if len(out) == 1 {
+		return 1, nil
+	}
+	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if s == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return 1 + p.h.AllocateMore(s, size, out[1:]), nil
+}
+
+// DeallocateBatch deallocates each block.
+func (p *Pool) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
+	return deallocateBatch(p, s, size, ptrs)
+}
+
+// CheckFree: the pool takes a block back with the size it was allocated
+// with, both rounded up to 256.
+func (p *Pool) CheckFree(ptr, bytes, allocated uintptr) error {
+	b, a := (bytes+DefaultAlignment-1)&^(DefaultAlignment-1), (allocated+DefaultAlignment-1)&^(DefaultAlignment-1)
+	if b != a {
+		return fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+			kindPool, ErrInvalidArgument, ptr, b, a)
+	}
+	return nil
+}
+
+// AttachCache attaches c (see Cacheable).
+func (p *Pool) AttachCache(c BlockCache) func() { return p.caches.attach(c) }

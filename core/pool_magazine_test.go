@@ -254,9 +254,9 @@ func TestPoolMagazineAcrossStreams(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rt := newOrderingRuntime(t)
 			up := newCountingUpstream(t)
-			opts := PoolOptions{InitialSize: 2 * size}
-			if !created {
-				opts.MaximumSize = 2 * size
+			opts := PoolOptions{InitialSize: 2 * size, MaximumSize: 2 * size}
+			if created {
+				opts.MaximumSize = 4 * size // B grows by 2 * size
 			}
 			p, err := newPool(rt, up, opts)
 			require.NoError(t, err)

@@ -73,43 +73,48 @@ func TestPoolOptions(t *testing.T) {
 	})
 }
 
-// TestPoolGrowth follows RMM's growth policy: without a maximum the pool
-// grows by max(request, pool size); with one by max(request, half the room
-// left); halving while the upstream refuses.
+// TestPoolGrowth: the pool grows by the request, a sixteenth of its size
+// or 2 MiB, whichever is largest, up to its maximum (RMM grows by the
+// pool's size, or half the room left: see Pool); halving while the
+// upstream refuses.
 func TestPoolGrowth(t *testing.T) {
-	t.Run("doubling", func(t *testing.T) {
+	const mib = 1 << 20
+	t.Run("steps", func(t *testing.T) {
 		up := newCountingUpstream(t)
 		p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{}) })
 		defer p.Close()
-		sizes := []uintptr{1000, 5000, 100, 10000}
-		for _, s := range sizes {
+		// 1000 bytes: 2 MiB at least; 3 MiB: the request; 256 bytes once
+		// the pool holds 5 MiB and is full: 2 MiB again; 40 MiB, then 1
+		// KiB with the pool (47 MiB) full: a sixteenth of it.
+		for _, s := range []uintptr{1000, 3 * mib, 2*mib - 1024, 256, 40 * mib} {
 			_, err := p.Allocate(DefaultStream, s, 256)
 			require.NoError(t, err)
 		}
-		// 1024; then 5120 (> pool 1024); then 100 fits nowhere: max(256,
-		// 6144) = 6144; then 10240 > 12288 free? the 6144 chunk has 5888
-		// left, so max(10240, 12288) = 12288.
-		assert.Equal(t, []uintptr{1024, 5120, 6144, 12288}, up.sizes)
-		assert.Equal(t, uintptr(24576), p.PoolSize())
-		assert.Equal(t, uintptr(1024+5120+256+10240), p.UsedBytes())
+		for p.UsedBytes() < p.PoolSize() {
+			_, err := p.Allocate(DefaultStream, 256, 256)
+			require.NoError(t, err)
+		}
+		_, err := p.Allocate(DefaultStream, 1024, 256)
+		require.NoError(t, err)
+		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 47 * mib / 16 &^ 255}, up.sizes)
 	})
 	t.Run("maximum", func(t *testing.T) {
 		up := newCountingUpstream(t)
-		p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{MaximumSize: 1 << 20}) })
+		p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{MaximumSize: 3 * mib}) })
 		defer p.Close()
 		a, err := p.Allocate(DefaultStream, 1000, 256)
 		require.NoError(t, err)
-		assert.Equal(t, []uintptr{512 << 10}, up.sizes, "half the room left")
-		_, err = p.Allocate(DefaultStream, 600<<10, 256)
-		requireIs(t, err, ErrOutOfMemory)
-		assert.Contains(t, err.Error(), "Maximum pool size exceeded (failed to allocate 600.000000 KiB): Not enough room to grow, current/max/try size = 512.000000 KiB, 1024.000000 KiB, 600.000000 KiB",
-			"RMM's wording and number format (units change above 1024, not at it)")
-		b, err := p.Allocate(DefaultStream, 511<<10, 256)
+		assert.Equal(t, []uintptr{2 * mib}, up.sizes, "2 MiB, within the maximum")
+		b, err := p.Allocate(DefaultStream, 1536<<10, 256)
 		require.NoError(t, err, "fits in the first chunk")
-		c, err := p.Allocate(DefaultStream, 300<<10, 256)
+		_, err = p.Allocate(DefaultStream, 1228800, 256)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.Contains(t, err.Error(), "Maximum pool size exceeded (failed to allocate 1.171875 MiB): Not enough room to grow, current/max/try size = 2.000000 MiB, 3.000000 MiB, 1.171875 MiB",
+			"RMM's wording and number format")
+		c, err := p.Allocate(DefaultStream, 900<<10, 256)
 		require.NoError(t, err, "fits in the rest of the maximum")
-		assert.Equal(t, []uintptr{512 << 10, 300 << 10}, up.sizes, "max(request, half of the 512 KiB left)")
-		for _, x := range []struct{ p, n uintptr }{{a, 1000}, {b, 511 << 10}, {c, 300 << 10}} {
+		assert.Equal(t, []uintptr{2 * mib, 1 * mib}, up.sizes, "no further than the maximum")
+		for _, x := range []struct{ p, n uintptr }{{a, 1000}, {b, 1536 << 10}, {c, 900 << 10}} {
 			require.NoError(t, p.Deallocate(DefaultStream, x.p, x.n, 256))
 		}
 	})
@@ -182,18 +187,18 @@ func TestPoolNoCoalescingAcrossChunks(t *testing.T) {
 	up.contiguous(t, 8<<20)
 	p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{}) })
 	defer p.Close()
-	a, err := p.Allocate(DefaultStream, 1<<20, 256)
+	a, err := p.Allocate(DefaultStream, 2<<20, 256)
 	require.NoError(t, err)
-	b, err := p.Allocate(DefaultStream, 1<<20, 256)
+	b, err := p.Allocate(DefaultStream, 2<<20, 256)
 	require.NoError(t, err)
-	require.Equal(t, a+1<<20, b, "the upstream handed out adjacent chunks")
-	require.NoError(t, p.Deallocate(DefaultStream, a, 1<<20, 256))
-	require.NoError(t, p.Deallocate(DefaultStream, b, 1<<20, 256))
-	c, err := p.Allocate(DefaultStream, 2<<20, 256)
+	require.Equal(t, a+2<<20, b, "the upstream handed out adjacent chunks")
+	require.NoError(t, p.Deallocate(DefaultStream, a, 2<<20, 256))
+	require.NoError(t, p.Deallocate(DefaultStream, b, 2<<20, 256))
+	c, err := p.Allocate(DefaultStream, 4<<20, 256)
 	require.NoError(t, err)
-	assert.Equal(t, uintptr(4<<20), p.PoolSize(), "a 2 MiB block needs a new chunk")
-	assert.Equal(t, []uintptr{1 << 20, 1 << 20, 2 << 20}, up.sizes)
-	require.NoError(t, p.Deallocate(DefaultStream, c, 2<<20, 256))
+	assert.Equal(t, uintptr(8<<20), p.PoolSize(), "a 4 MiB block needs a new chunk")
+	assert.Equal(t, []uintptr{2 << 20, 2 << 20, 4 << 20}, up.sizes)
+	require.NoError(t, p.Deallocate(DefaultStream, c, 4<<20, 256))
 }
 
 func TestPoolSizeMismatch(t *testing.T) {

@@ -20,7 +20,11 @@
  *     out-parameters, which are written only on success. On failure,
  *     rmm_last_error_message() gives a readable message for the calling thread.
  *   - Streams are cudaStream_t values (rmm_stream_t is the same type); NULL,
- *     that is 0, is the default stream.
+ *     that is 0, is the default stream. A stream made by rmm_stream_create*
+ *     and destroyed by rmm_stream_destroy is refused afterwards by every call
+ *     (RMM_ERROR_INVALID_ARGUMENT); any other stream, and any CUDA memory
+ *     pool, must be valid, as CUDA requires: the library hands it to CUDA,
+ *     which may crash on a forged or destroyed one (see "Streams" below).
  *   - Like CUDA, the current device belongs to the calling thread. A resource
  *     must be used while the device that was current when it was made is
  *     current (RMM's rule); base resources check it.
@@ -124,7 +128,19 @@ rmm_status rmm_mem_get_info(size_t* free_bytes, size_t* total_bytes);
 
 /* Streams and copies, enough to use memory without the CUDA headers (and on
  * the simulated device, where no CUDA exists). Copies and fills are
- * stream-ordered on `stream`; the copy kind is inferred from the pointers. */
+ * stream-ordered on `stream`; the copy kind is inferred from the pointers.
+ *
+ * Streams: the library knows the streams rmm_stream_create* made. After
+ * rmm_stream_destroy, every call that names such a stream fails with
+ * RMM_ERROR_INVALID_ARGUMENT ("... was destroyed by rmm_stream_destroy")
+ * and CUDA is never asked about it. To tell it from a new stream for
+ * certain, rmm_stream_destroy keeps the CUDA stream alive, parked (work
+ * queued on it completes as after cudaStreamDestroy), so CUDA cannot give
+ * its handle to another stream; rmm_stream_create reuses a parked stream of
+ * the same device and flags, whose handle is then valid again. Beyond 4096
+ * parked streams the oldest is destroyed for real and forgotten. A stream
+ * the library did not make (cudaStreamCreate, CuPy's, PyTorch's) must be
+ * valid, as in CUDA; rmm_stream_destroy destroys it in CUDA. */
 rmm_status rmm_stream_create(rmm_stream_t* stream); /* a non-blocking stream */
 /* A stream with flags: RMM_STREAM_SYNC_DEFAULT (it synchronizes with the
  * legacy default stream, like RMM's cuda_stream by default) or
@@ -402,7 +418,10 @@ uint64_t rmm_current_resource_token(void);
  * mapped, and release gives back to the device every wholly free granule,
  * live memory staying where it is) */
 rmm_status rmm_pool_size(rmm_resource_t mr, size_t* bytes);       /* bytes taken from upstream */
-rmm_status rmm_pool_used_bytes(rmm_resource_t mr, size_t* bytes); /* bytes handed out */
+/* Bytes handed out and not given back, each rounded up to 256: the same
+ * number Go's Pool.UsedBytes and Python's used_bytes give. Blocks the
+ * per-thread caches keep are not in use. */
+rmm_status rmm_pool_used_bytes(rmm_resource_t mr, size_t* bytes);
 /* Give back to the upstream every upstream chunk that is wholly free. */
 rmm_status rmm_pool_release(rmm_resource_t mr);
 

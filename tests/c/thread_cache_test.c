@@ -4,7 +4,8 @@
  * exact errors for double frees, wrong sizes, foreign pointers and released
  * handles, frees from another thread, many threads on one resource, thread
  * exit with full caches, exact pool used bytes, out-of-memory with memory
- * parked in another thread's cache, and stream destruction.
+ * parked in another thread's cache, growth with memory parked there, and
+ * stream destruction (every call naming a destroyed stream fails).
  *
  * Every check holds with the cache off too (RMMGO_THREAD_CACHE=0), except
  * the few that only the cache promises (same block back at once), which
@@ -531,26 +532,84 @@ static void test_stream_destroy(void) {
   }
   rmm_stream_t s1 = NULL, s2 = NULL;
   void *p = NULL, *q = NULL;
+  char c = 0;
   EXPECT_OK(rmm_stream_create(&s1));
   EXPECT_OK(rmm_allocate(pool, s1, 5000, 256, &p));
   EXPECT_OK(rmm_deallocate(pool, s1, p, 5000, 256)); /* cached under s1's id */
   EXPECT_OK(rmm_stream_destroy(s1));
-  /* The destroyed stream is refused, though blocks were cached under it.
-   * Only the simulated device can say so: on CUDA a destroyed stream's
-   * handle is a dangling pointer, and passing it is undefined (it crashed
-   * cudaStreamGetId on an H200). */
-  if (test_simulated()) {
-    EXPECT(rmm_allocate(pool, s1, 5000, 256, &q) != RMM_SUCCESS);
-    EXPECT(rmm_deallocate(pool, s1, p, 5000, 256) != RMM_SUCCESS);
-  }
-  /* A new stream (CUDA may give it s1's handle; the simulated device never
-   * does, streams are known by id all the same) starts with nothing cached. */
+  EXPECT(used(pool) == 0);
+  /* Every call naming the destroyed stream fails, without asking CUDA
+   * about it (on a GPU a destroyed stream's handle is a dangling pointer:
+   * it crashed cuStreamGetId). */
+  EXPECT_STATUS(rmm_allocate(pool, s1, 5000, 256, &q), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_MESSAGE_HAS("was destroyed by rmm_stream_destroy");
+  EXPECT_STATUS(rmm_allocate(pool, s1, 100 << 20, 256, &q), RMM_ERROR_INVALID_ARGUMENT); /* uncached */
+  EXPECT_STATUS(rmm_deallocate(pool, s1, p, 5000, 256), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(rmm_stream_synchronize(s1), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(rmm_memset(&c, 0, 1, s1), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(rmm_memcpy(&c, &c, 1, s1), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STATUS(rmm_stream_destroy(s1), RMM_ERROR_INVALID_ARGUMENT);
+  EXPECT_MESSAGE_HAS("was destroyed by rmm_stream_destroy");
+  /* A new stream of the same flags may be the same one, alive again, and
+   * starts with nothing cached. */
   EXPECT_OK(rmm_stream_create(&s2));
   EXPECT_OK(rmm_allocate(pool, s2, 5000, 256, &q));
   EXPECT_OK(rmm_deallocate(pool, s2, q, 5000, 256));
+  EXPECT_OK(rmm_stream_synchronize(s2));
   EXPECT_OK(rmm_stream_destroy(s2));
   EXPECT(used(pool) == 0);
   EXPECT_OK(rmm_resource_release(pool));
+}
+
+/* ------------------------------------------- growth takes parked blocks */
+
+static void* park_small_thread(void* arg) {
+  (void)arg;
+  /* 16 blocks of 64 KiB, all freed: the cache keeps them (within its
+   * budget, 2 MiB at least). */
+  void* p[16];
+  for (int i = 0; i < 16; i++) {
+    if (rmm_allocate(park.pool, NULL, (size_t)64 << 10, 256, &p[i]) != RMM_SUCCESS) {
+      park.failures++;
+      p[i] = NULL;
+    }
+  }
+  for (int i = 0; i < 16; i++) {
+    if (p[i] != NULL && rmm_deallocate(park.pool, NULL, p[i], (size_t)64 << 10, 256) != RMM_SUCCESS) {
+      park.failures++;
+    }
+  }
+  park_set(1);
+  park_wait(2);
+  return NULL;
+}
+
+/* A pool that grows on demand takes back what thread caches keep before it
+ * grows. */
+static void test_growth_takes_parked_first(void) {
+  printf("-- growth takes back parked blocks first\n");
+  memset(&park, 0, sizeof park);
+  pthread_mutex_init(&park.mu, NULL);
+  pthread_cond_init(&park.cv, NULL);
+  park.pool = make_pool(cuda, (size_t)4 << 20, RMM_SIZE_DEFAULT);
+  if (park.pool == NULL) {
+    return;
+  }
+  pthread_t t;
+  pthread_create(&t, NULL, park_small_thread, NULL);
+  park_wait(1);
+  EXPECT(used(park.pool) == 0);
+  void* big = NULL;
+  EXPECT_OK(rmm_allocate(park.pool, NULL, (size_t)4 << 20, 256, &big));
+  size_t size = 0;
+  EXPECT_OK(rmm_pool_size(park.pool, &size));
+  EXPECT(size == ((size_t)4 << 20)); /* no growth: the parked MiB came back */
+  EXPECT(used(park.pool) == ((size_t)4 << 20));
+  park_set(2);
+  pthread_join(t, NULL);
+  EXPECT(park.failures == 0);
+  EXPECT_OK(rmm_deallocate(park.pool, NULL, big, (size_t)4 << 20, 256));
+  EXPECT_OK(rmm_resource_release(park.pool));
 }
 
 /* ------------------------------------------------- per sub-allocator */
@@ -593,6 +652,7 @@ static const test_case tests[] = {
     TEST(test_thread_exit),
     TEST(test_oom_parked),
     TEST(test_stream_destroy),
+    TEST(test_growth_takes_parked_first),
 };
 
 int main(int argc, char** argv) { return TEST_MAIN(argc, argv, tests, setup, teardown); }

@@ -53,7 +53,9 @@ func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
 // everything freed before it for every stream.
 func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, size uintptr) (uintptr, error) {
 	st := sl.St
-	syncs := 0 // device synchronizations after growth failed
+	syncs := 0         // device synchronizations after growth failed
+	reclaimed := false // the owner's caches were asked for their blocks
+	gave := false      // and gave some
 	for {
 		gen := h.gen.Load()
 		// Memory freed on this stream in other shards.
@@ -133,6 +135,23 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			}
 			return 0, errNoRoom
 		}
+		// Blocks the caches in front of the heap hold are free memory the
+		// heap cannot see: take them back before growing (once a call).
+		if !reclaimed && h.reclaim != nil {
+			reclaimed = true
+			if h.reclaim(size) {
+				gave = true
+				// The blocks came back, most likely into own: look there,
+				// then everywhere as before.
+				own.Mu.Lock()
+				id, addr, chunk := h.take(own, size)
+				own.Mu.Unlock()
+				if id != 0 {
+					return h.publishAt(id, addr, chunk, size)
+				}
+				continue
+			}
+		}
 		h.growMu.Lock()
 		if h.closed.Load() {
 			h.growMu.Unlock()
@@ -146,6 +165,9 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 		if err != nil {
 			h.growMu.Unlock()
 			if !errors.Is(err, errs.OutOfMemory) || h.quietFreeBytes() < size || syncs == maxSyncRetries {
+				if gave && errors.Is(err, errs.OutOfMemory) && h.futile != nil {
+					h.futile()
+				}
 				return 0, err
 			}
 			// Enough is free, but not ordered before this stream: after a
@@ -178,6 +200,66 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 		h.eng.SettleNow(sl, s, true)
 		return h.publish(id)
 	}
+}
+
+// AllocateMore fills out with blocks of size bytes (a multiple of 256,
+// not 0) for stream s, taken only from what the stream's own lists hold
+// (the calling goroutine's shard first): it never grows the heap,
+// synchronizes or takes other streams' memory. It returns how many it
+// took. For the per-thread default stream the caller holds its goroutine on
+// its OS thread. A cache refilling itself calls it after Allocate gave it
+// its first block.
+func (h *Heap) AllocateMore(s cudart.Stream, size uintptr, out []uintptr) int {
+	sl := h.eng.Default()
+	if s != cudart.DefaultStream && s != cudart.LegacyDefaultStream {
+		var err error
+		if sl, err = h.eng.Lookup(s); err != nil {
+			return 0
+		}
+	}
+	n := 0
+	mine := h.eng.Shard()
+	for i := range sl.Shards {
+		l := sl.Shards[(uint32(i)+mine)%uint32(len(sl.Shards))].Load()
+		if l == nil || l.Free.Load() < size {
+			continue
+		}
+		n += h.takeMore(l, size, out[n:])
+		if n == len(out) {
+			break
+		}
+	}
+	return n
+}
+
+// takeMore fills out with blocks of size bytes from l; it returns how many.
+func (h *Heap) takeMore(l *freeList, size uintptr, out []uintptr) int {
+	type got struct {
+		id, chunk int32
+		addr      uintptr
+	}
+	var buf [64]got
+	n := 0
+	l.Mu.Lock()
+	for n < len(out) && n < len(buf) && !l.Retired {
+		id, addr, chunk := h.take(l, size)
+		if id == 0 {
+			break
+		}
+		buf[n] = got{id, chunk, addr}
+		n++
+	}
+	l.Mu.Unlock()
+	k := 0
+	for _, b := range buf[:n] {
+		p, err := h.publishAt(b.id, b.addr, b.chunk, size)
+		if err != nil {
+			break // closed meanwhile: Close takes every chunk back
+		}
+		out[k] = p
+		k++
+	}
+	return k
 }
 
 // maxSyncRetries bounds the device synchronizations one allocation makes

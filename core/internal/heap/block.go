@@ -172,6 +172,7 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 	nt.index()
 	h.chunks.Store(nt)
 	h.size.Add(size)
+	h.setMagBudget(h.size.Load())
 	h.chunkMu.Unlock()
 
 	locked := l != nil

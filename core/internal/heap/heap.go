@@ -29,6 +29,13 @@ type Heap struct {
 	nodes nodeStore
 	grow  GrowFunc // nil: the heap never grows
 	mags  bool     // frees go through the lists' magazines (magazine.go)
+	// reclaim asks the caches in front of the heap's owner to give their
+	// blocks back; called before the heap grows (see SetReclaim).
+	reclaim func(need uintptr) bool
+	futile  func() // an allocation failed after reclaim gave memory back
+
+	magBudget atomic.Uintptr // the magazines' budget (magazine.go)
+	magAvail  atomic.Int64   // the part of it no magazine reserved
 
 	chunks    atomic.Pointer[chunkTable]
 	chunkMu   sync.Mutex // serializes chunk table changes
@@ -63,6 +70,19 @@ func (h *Heap) Init(kind string, r cudart.Runtime, grow GrowFunc, magazines bool
 	})
 	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
 	h.nextChunk = 1
+	h.chunkMu.Lock()
+	h.setMagBudget(0)
+	h.chunkMu.Unlock()
+}
+
+// SetReclaim makes the heap call reclaim before it grows, with the size of
+// the request it cannot serve: the owner's caches give their blocks back
+// (deallocating them into the heap) and report whether they gave anything,
+// in which case the heap looks for memory again before growing. When the
+// allocation fails all the same (the heap could not grow), the heap calls
+// futile. Set them before the heap is used.
+func (h *Heap) SetReclaim(reclaim func(need uintptr) bool, futile func()) {
+	h.reclaim, h.futile = reclaim, futile
 }
 
 // AddChunk adds the chunk [base, base+size), which the caller got from its

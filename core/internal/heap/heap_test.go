@@ -354,3 +354,58 @@ func TestHeapRandomized(t *testing.T) {
 		})
 	}
 }
+
+// TestAllocateMore: the blocks after a batch's first come only from what
+// the stream's lists hold: no growth, distinct blocks, none of another
+// stream's memory.
+func TestAllocateMore(t *testing.T) {
+	h := newTestHeap(t, 1<<20, 0, true)
+	first, err := h.Allocate(cudart.DefaultStream, 64<<10)
+	require.NoError(t, err)
+	out := make([]uintptr, 32)
+	n := h.AllocateMore(cudart.DefaultStream, 64<<10, out)
+	assert.Equal(t, 15, n, "the rest of the first chunk, and no more")
+	assert.Zero(t, h.growths())
+	seen := map[uintptr]bool{first: true}
+	for _, p := range out[:n] {
+		assert.False(t, seen[p])
+		seen[p] = true
+		require.NoError(t, h.Deallocate(cudart.DefaultStream, p, 64<<10))
+	}
+	require.NoError(t, h.Deallocate(cudart.DefaultStream, first, 64<<10))
+	// A created stream has no memory of its own yet: nothing.
+	s := h.rt.NewStream()
+	assert.Zero(t, h.AllocateMore(s, 64<<10, out))
+	assert.Zero(t, h.growths())
+}
+
+// TestReclaimBeforeGrowing: the heap asks its owner's caches before it
+// grows, once an allocation, and reports a futile reclaim.
+func TestReclaimBeforeGrowing(t *testing.T) {
+	h := newTestHeap(t, 1<<20, 1<<20, true)
+	var held []uintptr
+	for i := 0; i < 4; i++ {
+		p, err := h.Allocate(cudart.DefaultStream, 256<<10)
+		require.NoError(t, err)
+		held = append(held, p)
+	}
+	reclaims, futile := 0, 0
+	h.SetReclaim(func(need uintptr) bool {
+		reclaims++
+		for _, p := range held {
+			require.NoError(t, h.Deallocate(cudart.DefaultStream, p, 256<<10))
+		}
+		gave := len(held) > 0
+		held = nil
+		return gave
+	}, func() { futile++ })
+	p, err := h.Allocate(cudart.DefaultStream, 1<<20)
+	require.NoError(t, err, "the reclaimed MiB serves it")
+	assert.Equal(t, 1, reclaims)
+	assert.Zero(t, h.growths())
+	_, err = h.Allocate(cudart.DefaultStream, 256<<10)
+	require.ErrorIs(t, err, errs.OutOfMemory)
+	assert.Equal(t, 2, reclaims)
+	assert.Zero(t, futile, "nothing was given back: not futile, just empty")
+	require.NoError(t, h.Deallocate(cudart.DefaultStream, p, 1<<20))
+}

@@ -79,9 +79,9 @@ func (l *freeList) each(pg nodePages, fn func(id int32, n *node)) {
 	}
 }
 
-// clear empties the list (the nodes are the caller's business).
+// clear empties the list's index (the nodes are the caller's business; its
+// magazine is emptied first, or forgotten with magClear).
 func (l *freeList) clear() {
-	l.magClear()
 	l.classIndex.reset()
 	if l.set != nil {
 		l.set.reset()

@@ -1,5 +1,7 @@
 package heap
 
+import "github.com/rmmgo/rmmgo/core/internal/cachepolicy"
+
 // Deferred coalescing: the magazine of a free list.
 //
 // A random free in a large heap misses the cache on the freed block's node
@@ -32,8 +34,10 @@ package heap
 //     chunks back, Stats describes the heap;
 //   - another stream takes memory from the list (the legacy default
 //     stream's lists, whose blocks any stream may take after a wait);
-//   - the magazine holds more than an eighth of the heap's size (and more
-//     than magMinBound), or its ring is full (then down to half of that).
+//   - the magazine would hold more than its quota, its share of the
+//     heap's magazine budget, and the budget has no room left for it (then
+//     down to half of the quota), or its ring is full (then down to half
+//     of that).
 //
 // Best fit therefore holds among coalesced blocks: a block in a magazine
 // serves only a request of exactly its size, and joins the best-fit search
@@ -54,11 +58,15 @@ const (
 	magMinRing  = 64   // ring entries at first; doubled as needed
 	magMaxRing  = 4096 // ring entries at most
 	magBatch    = 32   // blocks inserted together by a flush
-	// magMinBound is the least a magazine may hold before it flushes for
-	// size: a small heap's magazine is bounded by its ring alone (it
-	// flushes anyway when the index cannot serve an allocation).
-	magMinBound = 1 << 20
 )
+
+// The budget. All the magazines of a heap together hold at most
+// cachepolicy.Magazines(heap size) bytes. Each magazine holds a quota of
+// that budget, reserved from the heap's account (magAvail) a
+// cachepolicy.Quantum at a time when a free would take it past its quota,
+// and given back when the magazine empties; so the shared account is
+// touched about once per quantum of frees, not on every free. A magazine
+// that cannot reserve more flushes its oldest blocks instead.
 
 // magEntry is one block in a magazine.
 type magEntry struct {
@@ -79,6 +87,7 @@ type magazine struct {
 	ring       []magEntry // len is a power of two
 	head, tail uint64
 	bytes      uintptr // bytes of the live entries
+	quota      uintptr // bytes of the heap's magazine budget this magazine holds (>= bytes)
 	count      int     // live entries
 	sink       int32   // keeps the flush's cache warm-up loads alive
 	top        [magMaxUnits + 1]uint64
@@ -105,6 +114,19 @@ func (h *Heap) magPut(l *freeList, id int32, addr uintptr, chunk int32, size uin
 			h.magFlush(l, ^uintptr(0), len(m.ring)/2)
 		}
 	}
+	if m.bytes+size > m.quota && !h.magReserve(m, size) {
+		// The heap's magazines hold their whole budget: make room in this
+		// one by coalescing its oldest blocks.
+		keep := m.quota / 2
+		if keep+size > m.quota {
+			keep = m.quota - min(m.quota, size)
+		}
+		h.magFlush(l, keep, len(m.ring))
+		if m.bytes+size > m.quota {
+			h.insertFree(l, id, seq)
+			return
+		}
+	}
 	pos := m.tail
 	m.tail++
 	m.ring[pos&uint64(len(m.ring)-1)] = magEntry{addr: addr, seq: seq, older: m.top[u], id: id, chunk: chunk, units: uint32(u)}
@@ -112,9 +134,44 @@ func (h *Heap) magPut(l *freeList, id int32, addr uintptr, chunk int32, size uin
 	m.bytes += size
 	m.count++
 	l.Free.Add(size)
-	if bound := max(h.size.Load()/8, magMinBound); m.bytes > bound {
-		h.magFlush(l, bound/2, len(m.ring))
+}
+
+// magReserve raises m's quota so that it can take size more bytes: by a
+// quantum, or by what is missing when the budget has less left. false when
+// the budget has no room. l.Mu is held.
+func (h *Heap) magReserve(m *magazine, size uintptr) bool {
+	need := m.bytes + size - m.quota
+	for _, want := range [2]uintptr{max(need, cachepolicy.Quantum), need} {
+		for {
+			avail := h.magAvail.Load()
+			if avail < int64(want) {
+				break
+			}
+			if h.magAvail.CompareAndSwap(avail, avail-int64(want)) {
+				m.quota += want
+				return true
+			}
+		}
 	}
+	return false
+}
+
+// magRelease gives the part of m's quota above keep back to the heap's
+// budget. l.Mu is held.
+func (h *Heap) magRelease(m *magazine, keep uintptr) {
+	keep = max(keep, m.bytes)
+	if m.quota > keep {
+		h.magAvail.Add(int64(m.quota - keep))
+		m.quota = keep
+	}
+}
+
+// setMagBudget sets the magazines' budget for a heap of size bytes.
+// h.chunkMu is held (sizes change under it, so budgets are set in order).
+func (h *Heap) setMagBudget(size uintptr) {
+	b := cachepolicy.Magazines(size)
+	old := h.magBudget.Swap(b)
+	h.magAvail.Add(int64(b) - int64(old))
 }
 
 // grow doubles the ring; positions stay.
@@ -215,17 +272,23 @@ func (h *Heap) magInsert(l *freeList, m *magazine, batch []magEntry) {
 	}
 }
 
-// magFlushAll empties l's magazine into its index. l.Mu is held.
+// magFlushAll empties l's magazine into its index, and gives its quota
+// back but one quantum, for the next frees. l.Mu is held.
 func (h *Heap) magFlushAll(l *freeList) {
 	if l.mag != nil && l.mag.head != l.mag.tail {
 		h.magFlush(l, 0, 0)
 	}
+	if l.mag != nil {
+		h.magRelease(l.mag, cachepolicy.Quantum)
+	}
 }
 
 // magClear forgets l's magazine blocks (the caller disposes of their
-// memory: Close). l.Mu is held.
-func (l *freeList) magClear() {
+// memory: Close, ReleaseChunks of every chunk) and gives its quota back.
+// l.Mu is held.
+func (h *Heap) magClear(l *freeList) {
 	if m := l.mag; m != nil {
 		m.head, m.bytes, m.count = m.tail, 0, 0
+		h.magRelease(m, 0)
 	}
 }

@@ -67,6 +67,7 @@ func (h *Heap) ReleaseChunks(all bool) []Span {
 	}
 	if all {
 		for _, l := range ls {
+			h.magClear(l)
 			l.clear()
 		}
 	}
@@ -83,6 +84,7 @@ func (h *Heap) ReleaseChunks(all bool) []Span {
 			h.size.Add(^(c.size - 1))
 		}
 	}
+	h.setMagBudget(h.size.Load())
 	nt.index()
 	h.chunks.Store(nt)
 	h.chunkMu.Unlock()
@@ -120,6 +122,13 @@ func (h *Heap) Stats() Stats {
 		})
 	}
 	return s
+}
+
+// MagazineBudget returns the most bytes the heap's magazines may hold
+// together now (cachepolicy.Magazines of its size), and the part of it no
+// magazine has reserved.
+func (h *Heap) MagazineBudget() (budget uintptr, unreserved int64) {
+	return h.magBudget.Load(), h.magAvail.Load()
 }
 
 // MagazineHeld returns the blocks and bytes waiting in the lists'

@@ -91,8 +91,14 @@ func (e *Engine[T, PT]) streamKey(s cudart.Stream) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: stream %#x: %w", e.kind, uintptr(s), streamError(err))
 	}
-	return id | keyNonDefault, nil
+	return KeyOfID(id), nil
 }
+
+// KeyOfID returns the key of the stream whose CUDA stream id is id, for
+// any stream but the legacy default stream (whose key is 0). The one
+// definition of stream keys: core exports it (core.StreamKeyOfID) for the
+// caches in front of its resources.
+func KeyOfID(id uint64) uint64 { return id | keyNonDefault }
 
 // streamError classifies the failure of cudaStreamGetId: an unknown
 // stream is the caller's invalid argument.

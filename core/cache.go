@@ -1,0 +1,229 @@
+package core
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
+	"github.com/rmmgo/rmmgo/core/internal/streamorder"
+	"github.com/rmmgo/rmmgo/cudart"
+)
+
+// Caches in front of the sub-allocators.
+//
+// The C ABI serves rmm_allocate and rmm_deallocate for Pool, Arena,
+// FixedSize and Binning handles from per-thread caches of free blocks,
+// written in C (docs/thread-cache.md). This file is what such a cache needs
+// from a resource, and what the resource needs from the cache. Go programs
+// that use core directly never need any of it.
+
+// Cacheable is a resource whose blocks a cache in front of it may keep:
+// Pool, Arena, FixedSize and Binning implement it. The cache takes blocks
+// of its size classes with AllocateBatch, hands them to its users and takes
+// them back without telling the resource, and returns them with
+// DeallocateBatch. While it holds blocks it stays attached (AttachCache),
+// so that the resource can ask for them back and count them as not in use.
+type Cacheable interface {
+	Resource
+	// CacheLimits says which requests a cache may serve from the
+	// resource's blocks and how much it may hold now (it follows the
+	// resource's size).
+	CacheLimits() CacheLimits
+	// AllocateBatch allocates blocks of size bytes on s into out: the first
+	// as Allocate would (growing the resource, or failing, as needed), the
+	// others only from memory the resource has at hand for s. It returns
+	// how many it allocated (at least one, or an error).
+	AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error)
+	// DeallocateBatch frees blocks of size bytes that AllocateBatch
+	// allocated, on s.
+	DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error
+	// CheckFree returns the error Deallocate would give for a free of ptr
+	// with bytes, had the user allocated it with allocated bytes (a cache
+	// allocated it with its class's size, so the resource cannot check
+	// that itself); nil when Deallocate would accept it.
+	CheckFree(ptr, bytes, allocated uintptr) error
+	// AttachCache attaches c to the resource until the returned function
+	// is called: the resource asks c for its blocks before it grows and
+	// before it fails for want of memory, and does not count the bytes c
+	// holds as in use (Pool.UsedBytes).
+	AttachCache(c BlockCache) (detach func())
+}
+
+// CacheLimits is what a cache in front of a Cacheable resource may do.
+// MaxRequest == 0: nothing.
+type CacheLimits struct {
+	// MaxRequest is the largest request the cache may serve from the
+	// resource's blocks, whose size it rounds up to its size class.
+	MaxRequest uintptr
+	// BlockSize, when not 0, is the size of every block: each request up
+	// to MaxRequest gets one (a fixed-size resource).
+	BlockSize uintptr
+	// Budget is the most bytes the caches in front of the resource may
+	// hold together (blocks allocated from it and held by no user), in
+	// all threads: cachepolicy.ThreadCaches of the bytes it holds.
+	Budget uintptr
+	// Quantum is the unit in which one thread's cache reserves part of
+	// the budget and gives it back.
+	Quantum uintptr
+	// A refill takes at most BatchBlocks blocks and BatchBytes bytes.
+	BatchBlocks int
+	BatchBytes  uintptr
+	// ExitedWait is how long the blocks a thread left when it exited
+	// wait for another thread to take them over before they go back.
+	ExitedWait time.Duration
+}
+
+// cacheLimits returns the limits of a resource holding held bytes whose
+// caches may serve requests up to maxRequest (0: none), with blocks of
+// block bytes each when block is not 0.
+func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
+	if maxRequest > cachepolicy.MaxBlock {
+		maxRequest = cachepolicy.MaxBlock
+	}
+	return CacheLimits{
+		MaxRequest:  maxRequest,
+		BlockSize:   block,
+		Budget:      cachepolicy.ThreadCaches(held),
+		Quantum:     cachepolicy.Quantum,
+		BatchBlocks: cachepolicy.BatchBlocks,
+		BatchBytes:  cachepolicy.BatchBytes,
+		ExitedWait:  cachepolicy.ExitedWait,
+	}
+}
+
+// BlockCache is a cache attached to a Cacheable resource.
+type BlockCache interface {
+	// Reclaim gives back to the resource (DeallocateBatch) every block the
+	// cache holds for it, need being the size of the request that lacks
+	// memory; it reports whether it gave anything back. The resource calls
+	// it without holding any lock.
+	Reclaim(need uintptr) bool
+	// HeldBytes returns the bytes of the resource's blocks that the cache
+	// holds and no user does: blocks it keeps, and the part of the blocks
+	// it handed out that the users did not ask for (the rounding of a
+	// request up to its size class).
+	HeldBytes() uintptr
+}
+
+// StreamKey returns the key by which core's stream-ordered resources know
+// stream s: 0 for the legacy default stream (0 and cudaStreamLegacy), else
+// StreamKeyOfID of its CUDA stream id, never its handle, which CUDA may
+// give to a new stream once s is destroyed. A cache in front of core's
+// resources keys its blocks the same way.
+func StreamKey(s Stream) (uint64, error) {
+	if s == DefaultStream || s == cudart.LegacyDefaultStream {
+		return 0, nil
+	}
+	r, err := rt()
+	if err != nil {
+		return 0, err
+	}
+	id, err := r.StreamGetID(s)
+	if err != nil {
+		return 0, cudaError("reading the stream's id", err)
+	}
+	return StreamKeyOfID(id), nil
+}
+
+// StreamKeyOfID returns the key of the stream whose CUDA stream id is id
+// (any stream but the legacy default stream).
+func StreamKeyOfID(id uint64) uint64 { return streamorder.KeyOfID(id) }
+
+// caches is the set of caches attached to a resource, and the rule for
+// asking them for memory. Embedded by the Cacheable resources.
+type caches struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]BlockCache]
+	// quietUntil: no reclaims for failing allocations until then (in
+	// nanoseconds of cacheClock), after one that did not help.
+	quietUntil atomic.Int64
+}
+
+// attach adds c and returns the function that removes it.
+func (cs *caches) attach(c BlockCache) func() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var l []BlockCache
+	if old := cs.list.Load(); old != nil {
+		l = append(l, *old...)
+	}
+	l = append(l, c)
+	cs.list.Store(&l)
+	var once sync.Once
+	return func() { once.Do(func() { cs.detach(c) }) }
+}
+
+func (cs *caches) detach(c BlockCache) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	old := cs.list.Load()
+	if old == nil {
+		return
+	}
+	var l []BlockCache
+	for _, x := range *old {
+		if x != c {
+			l = append(l, x)
+		}
+	}
+	cs.list.Store(&l)
+}
+
+// reclaim asks every attached cache for its blocks, for a request of need
+// bytes the resource cannot serve; true when one gave something back.
+// Within cachepolicy.ReclaimQuiet of a reclaim that did not save an
+// allocation (see futile) it does nothing.
+func (cs *caches) reclaim(need uintptr) bool {
+	l := cs.list.Load()
+	if l == nil || len(*l) == 0 || cacheClock() < cs.quietUntil.Load() {
+		return false
+	}
+	gave := false
+	for _, c := range *l {
+		if c.Reclaim(need) {
+			gave = true
+		}
+	}
+	return gave
+}
+
+// futile notes that an allocation failed for want of memory although the
+// caches were asked for theirs during it.
+func (cs *caches) futile() {
+	cs.quietUntil.Store(cacheClock() + int64(cachepolicy.ReclaimQuiet))
+}
+
+// held sums what the attached caches hold.
+func (cs *caches) held() uintptr {
+	var n uintptr
+	if l := cs.list.Load(); l != nil {
+		for _, c := range *l {
+			n += c.HeldBytes()
+		}
+	}
+	return n
+}
+
+var cacheClockStart = time.Now()
+
+func cacheClock() int64 { return int64(time.Since(cacheClockStart)) }
+
+// deallocateBatch is DeallocateBatch for a resource: every block freed,
+// the first error returned.
+func deallocateBatch(r Resource, s Stream, size uintptr, ptrs []uintptr) error {
+	var first error
+	for _, p := range ptrs {
+		if err := r.Deallocate(s, p, size, DefaultAlignment); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+var (
+	_ Cacheable = (*Pool)(nil)
+	_ Cacheable = (*Arena)(nil)
+	_ Cacheable = (*FixedSize)(nil)
+	_ Cacheable = (*Binning)(nil)
+)

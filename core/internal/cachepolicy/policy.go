@@ -1,0 +1,64 @@
+// Package cachepolicy is the one policy for the memory that caches keep
+// away from a resource: how much the C ABI's per-thread caches in front of
+// a sub-allocator may hold, how much the magazines inside the pool's heap
+// may hold, and when both give it back. Every number lives here; core
+// hands the ones the C cache needs to it through core.CacheLimits, and
+// the heap asks for its own. docs/thread-cache.md ("Bounds") explains them.
+//
+// The rule: a resource holding S bytes from its upstream lets its thread
+// caches hold at most ThreadCaches(S) bytes in all (whatever the number of
+// threads and streams), and its magazines at most Magazines(S) bytes in
+// all. Both give everything back when the resource needs memory: before it
+// grows, and before it fails for want of memory. Blocks of a thread that
+// exited wait ExitedWait for a new thread on the same resource and stream
+// to take them over, then go back to the resource.
+package cachepolicy
+
+import "time"
+
+const (
+	// MaxBlock is the largest block a thread cache keeps (a request
+	// rounded up to its size class); larger requests always go to the
+	// resource.
+	MaxBlock = 4 << 20
+
+	// Fraction: thread caches and magazines may each hold 1/Fraction of
+	// what their resource holds from its upstream ...
+	Fraction = 16
+	// ... and at least this much, so that a resource that starts empty and
+	// grows on demand is cached from its first allocation. (2 MiB and 1 MiB
+	// left the thread-churn workload's pool, some 30 MiB, 0.05x larger.)
+	ThreadCachesFloor = 1 << 20
+	MagazinesFloor    = 512 << 10
+
+	// Quantum is the unit in which one thread's cache (one magazine)
+	// reserves part of its resource's budget and gives it back: a cache
+	// touches the shared budget once per Quantum bytes of net frees, not on
+	// every call.
+	Quantum = 256 << 10
+
+	// A refill of a thread cache takes at most BatchBlocks blocks and at
+	// most BatchBytes bytes (at least one block).
+	BatchBlocks = 32
+	BatchBytes  = 1 << 20
+
+	// ExitedWait is how long the blocks a thread left in its cache when it
+	// exited wait for a new thread on the same resource and stream to take
+	// them over, before the next call into Go gives them back.
+	ExitedWait = 20 * time.Millisecond
+
+	// ReclaimQuiet: after the caches were emptied for an allocation that
+	// failed all the same, failing allocations of the same resource do not
+	// empty them again for this long (a program that keeps running into a
+	// full resource would otherwise synchronize the device and empty every
+	// cache on each failure).
+	ReclaimQuiet = 10 * time.Millisecond
+)
+
+// ThreadCaches returns the most bytes the thread caches in front of a
+// resource holding held bytes may hold together.
+func ThreadCaches(held uintptr) uintptr { return max(ThreadCachesFloor, held/Fraction) }
+
+// Magazines returns the most bytes the magazines of a heap of size bytes
+// may hold together.
+func Magazines(size uintptr) uintptr { return max(MagazinesFloor, size/Fraction) }
