@@ -146,6 +146,11 @@ static inline bool ap_stream_ok(uintptr_t s) {
 
 /* ---------------------------------------------------------------- calls */
 
+/* Calls this path served, per thread (for tests: which path a call took). */
+static __thread uint64_t ap_served;
+
+uint64_t rmmgo_ap_served_mine(void) { return ap_served; }
+
 /* core.maxAllocation: larger requests fail in Go without a CUDA call. */
 #define AP_MAX_ALLOCATION ((size_t)1 << 57)
 
@@ -163,6 +168,7 @@ bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes,
     return false;
   }
   *ptr = (void*)p;
+  ap_served++;
   return true;
 }
 
@@ -173,5 +179,9 @@ bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, 
     return false;
   }
   uintptr_t fn = atomic_load_explicit(&ap_deallocate_fn, memory_order_relaxed);
-  return fn != 0 && ((rmmgo_ap_deallocate_fn)fn)(state, gen, (uintptr_t)stream, (uintptr_t)ptr, bytes) == 0;
+  if (fn == 0 || ((rmmgo_ap_deallocate_fn)fn)(state, gen, (uintptr_t)stream, (uintptr_t)ptr, bytes) != 0) {
+    return false;
+  }
+  ap_served++;
+  return true;
 }

@@ -2,6 +2,15 @@ package main
 
 /*
 #include "capi_internal.h"
+
+// rmm_deallocate and rmm_deallocate_sync with the pointer as an integer
+// (for Go tests, which hold device addresses as uintptr).
+static rmm_status rmmgo_ap_test_free(uintptr_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes) {
+  return rmm_deallocate((rmm_resource_t)mr, (rmm_stream_t)stream, (void*)ptr, bytes, RMM_DEFAULT_ALIGNMENT);
+}
+static rmm_status rmmgo_ap_test_free_sync(uintptr_t mr, uintptr_t ptr, size_t bytes) {
+  return rmm_deallocate_sync((rmm_resource_t)mr, (void*)ptr, bytes, RMM_DEFAULT_ALIGNMENT);
+}
 */
 import "C"
 
@@ -39,3 +48,17 @@ func apPublish(e *entry) {
 // before its resource is closed. Calls already inside the C path finish
 // before the resource's Close goes on (it waits for them).
 func apRetire(e *entry) { C.rmmgo_ap_unpublish(C.uint64_t(e.handle)) }
+
+// apServedMine reports how many calls the C path served on the calling
+// thread (for tests, on a goroutine locked to its thread).
+func apServedMine() uint64 { return uint64(C.rmmgo_ap_served_mine()) }
+
+// deallocateOn and deallocateSyncAt are rmm_deallocate and
+// rmm_deallocate_sync of p (for tests).
+func deallocateOn(h, stream, p uintptr, n uint64) status {
+	return C.rmmgo_ap_test_free(C.uintptr_t(h), C.uintptr_t(stream), C.uintptr_t(p), C.size_t(n))
+}
+
+func deallocateSyncAt(h, p uintptr, n uint64) status {
+	return C.rmmgo_ap_test_free_sync(C.uintptr_t(h), C.uintptr_t(p), C.size_t(n))
+}

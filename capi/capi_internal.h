@@ -240,6 +240,9 @@ RMMGO_INTERNAL bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream
                                           void** ptr);
 RMMGO_INTERNAL bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes);
 
+/* For tests: how many calls async_path.c served on the calling thread. */
+RMMGO_INTERNAL uint64_t rmmgo_ap_served_mine(void);
+
 /* The thread cache's stream epoch (thread_cache.c): it moves on each time
  * rmm_stream_destroy retires a stream. */
 RMMGO_INTERNAL uint64_t rmmgo_tc_stream_epoch(void);

@@ -40,6 +40,7 @@ type State struct {
 	addr     uintptr    // the C state
 	gen      uint64     // its generation for this resource
 	rt       cgo.Handle // the Go runtime the C side calls back, or 0
+	direct   bool       // the C side calls the CUDA runtime's functions
 	released atomic.Bool
 }
 
@@ -68,7 +69,7 @@ func NewState(r cudart.Runtime, pool cudart.MemPool, device int, owned bool) (*S
 		}
 		return nil, ErrNoHostMemory
 	}
-	s := &State{addr: uintptr(addr), gen: uint64(gen), rt: h}
+	s := &State{addr: uintptr(addr), gen: uint64(gen), rt: h, direct: h == 0}
 	// A view has no Close, and an owner may never be closed: the state
 	// goes back when its resource is garbage.
 	runtime.SetFinalizer(s, (*State).Release)
@@ -78,6 +79,10 @@ func NewState(r cudart.Runtime, pool cudart.MemPool, device int, owned bool) (*S
 // Addr returns the C state and its generation, for C callers (the
 // functions CFuncs returns take them).
 func (s *State) Addr() (addr uintptr, gen uint64) { return s.addr, s.gen }
+
+// Direct reports whether the C side calls the CUDA runtime's own functions
+// (rather than a Go runtime through callbacks).
+func (s *State) Direct() bool { return s.direct }
 
 // Allocate allocates bytes (not 0) from the state's pool on stream and
 // records the block. Anything but OK allocated nothing; detail is as the
