@@ -117,10 +117,18 @@ static inline bool ap_lookup(uint64_t h, uintptr_t* state, uint64_t* gen) {
 
 enum { AP_STREAM_MEMO = 4 };
 
-/* Streams Go said were not retired, per thread, and the epoch it said so in. */
-static __thread uintptr_t ap_memo_stream[AP_STREAM_MEMO];
-static __thread uint64_t ap_memo_epoch[AP_STREAM_MEMO];
-static __thread unsigned ap_memo_next;
+/* Per thread: the streams Go said were not retired and the epoch it said
+ * so in, and the calls this path served (for tests). initial-exec: one
+ * instruction per access, not a __tls_get_addr call (the library already
+ * uses static TLS: Go's runtime does). */
+typedef struct {
+  uintptr_t stream[AP_STREAM_MEMO];
+  uint64_t epoch[AP_STREAM_MEMO];
+  unsigned next;
+  uint64_t served;
+} ap_tls;
+
+static __thread ap_tls ap_mine __attribute__((tls_model("initial-exec")));
 
 /* Whether the stream may be passed to CUDA: not one rmm_stream_destroy
  * retired. A thread asks Go once per stream and retirement. */
@@ -129,27 +137,25 @@ static inline bool ap_stream_ok(uintptr_t s) {
     return true; /* the default streams: never retired */
   }
   uint64_t epoch = rmmgo_tc_stream_epoch();
+  ap_tls* m = &ap_mine;
   for (int i = 0; i < AP_STREAM_MEMO; i++) {
-    if (ap_memo_stream[i] == s && ap_memo_epoch[i] == epoch) {
+    if (m->stream[i] == s && m->epoch[i] == epoch) {
       return true;
     }
   }
   if (rmmgo_go_stream_live(s) == 0) {
     return false;
   }
-  unsigned i = ap_memo_next;
-  ap_memo_next = (i + 1) % AP_STREAM_MEMO;
-  ap_memo_stream[i] = s;
-  ap_memo_epoch[i] = epoch;
+  unsigned i = m->next;
+  m->next = (i + 1) % AP_STREAM_MEMO;
+  m->stream[i] = s;
+  m->epoch[i] = epoch;
   return true;
 }
 
 /* ---------------------------------------------------------------- calls */
 
-/* Calls this path served, per thread (for tests: which path a call took). */
-static __thread uint64_t ap_served;
-
-uint64_t rmmgo_ap_served_mine(void) { return ap_served; }
+uint64_t rmmgo_ap_served_mine(void) { return ap_mine.served; }
 
 /* core.maxAllocation: larger requests fail in Go without a CUDA call. */
 #define AP_MAX_ALLOCATION ((size_t)1 << 57)
@@ -168,7 +174,7 @@ bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes,
     return false;
   }
   *ptr = (void*)p;
-  ap_served++;
+  ap_mine.served++;
   return true;
 }
 
@@ -182,6 +188,6 @@ bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, 
   if (fn == 0 || ((rmmgo_ap_deallocate_fn)fn)(state, gen, (uintptr_t)stream, (uintptr_t)ptr, bytes) != 0) {
     return false;
   }
-  ap_served++;
+  ap_mine.served++;
   return true;
 }

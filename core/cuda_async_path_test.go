@@ -203,3 +203,46 @@ func TestCudaAsyncCPathGoroutines(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, used, "every block back in the pool")
 }
+
+// BenchmarkCudaAsyncOnFakeCUDA: Allocate + Deallocate of 4 KiB from Go on
+// the real backend over the fake libcudart (no journal), against the same
+// calls made directly on the runtime: what the resource adds per pair.
+func BenchmarkCudaAsyncOnFakeCUDA(b *testing.B) {
+	r, err := openFakeNoLog(b)
+	if err != nil {
+		b.Skip(err)
+	}
+	c, err := newCudaAsync(r, CudaAsyncOptions{})
+	require.NoError(b, err)
+	defer c.Close()
+	pool := c.PoolHandle()
+	b.Run("direct", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			p, _ := r.MallocFromPoolAsync(4096, pool, DefaultStream)
+			_ = r.FreeAsync(p, DefaultStream)
+		}
+	})
+	b.Run("cuda_async", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			p, _ := c.Allocate(DefaultStream, 4096, DefaultAlignment)
+			_ = c.Deallocate(DefaultStream, p, 4096, DefaultAlignment)
+		}
+	})
+}
+
+// openFakeNoLog builds the fake libcudart without a journal, optimized.
+func openFakeNoLog(b *testing.B) (cudart.Runtime, error) {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return nil, err
+	}
+	lib := filepath.Join(b.TempDir(), "libfakecudart.so")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", lib,
+		filepath.Join("..", "cudart", "testdata", "fake_cudart.c"), "-lpthread").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the fake libcudart: %v: %s", err, out)
+	}
+	return cudart.OpenCUDA(lib)
+}

@@ -302,6 +302,10 @@ typedef struct ap_res {
   uintptr_t pool;
   int device;
   int owned;
+  /* Whether an allocation asks which device is current: not when the
+   * process sees one device, which is then always current (the device
+   * count is fixed for the life of a process). */
+  int check_device;
   /* The CUDA runtime's functions, or all 0 (then go_runtime is used). */
   uintptr_t get_device, malloc_from_pool, free_async, get_last_error;
   uintptr_t go_runtime;
@@ -313,7 +317,7 @@ static ap_res* ap_free_states;
 
 uintptr_t rmmgo_ap_new(uintptr_t get_device, uintptr_t malloc_from_pool, uintptr_t free_async,
                        uintptr_t get_last_error, uintptr_t go_runtime, uintptr_t pool, int device, int owned,
-                       uint64_t* gen) {
+                       int check_device, uint64_t* gen) {
   pthread_mutex_lock(&ap_free_mu);
   ap_res* r = ap_free_states;
   if (r != NULL) {
@@ -334,6 +338,7 @@ uintptr_t rmmgo_ap_new(uintptr_t get_device, uintptr_t malloc_from_pool, uintptr
   r->pool = pool;
   r->device = device;
   r->owned = owned != 0;
+  r->check_device = check_device != 0;
   r->get_device = get_device;
   r->malloc_from_pool = malloc_from_pool;
   r->free_async = free_async;
@@ -355,7 +360,9 @@ typedef struct ap_thread {
 
 /* Every record ever made (they are reused, never freed). */
 static _Atomic(ap_thread*) ap_threads;
-static __thread ap_thread* ap_mine;
+/* initial-exec: one instruction per access, not a __tls_get_addr call (the
+ * library already uses static TLS: Go's runtime does). */
+static __thread ap_thread* ap_mine __attribute__((tls_model("initial-exec")));
 static pthread_key_t ap_key;
 static pthread_once_t ap_key_once = PTHREAD_ONCE_INIT;
 static bool ap_key_ok;
@@ -495,7 +502,8 @@ static inline int ap_free(const ap_res* r, uintptr_t p, uintptr_t stream) {
 
 /* ---------------------------------------------------------------- calls */
 
-/* An allocation: the device check (the resource's device must be current),
+/* An allocation: the device check (the resource's device must be current;
+ * one cudaGetDevice, none when the process sees one device),
  * cudaMallocFromPoolAsync, the record. */
 static inline int ap_allocate(uintptr_t state, uint64_t gen, size_t bytes, uintptr_t stream, uintptr_t* out,
                               int64_t* detail) {
@@ -505,8 +513,8 @@ static inline int ap_allocate(uintptr_t state, uint64_t gen, size_t bytes, uintp
   if (rc != RMMGO_AP_OK) {
     return rc;
   }
-  int dev = -1;
-  int err = ap_get_device(r, &dev);
+  int dev = r->device;
+  int err = r->check_device ? ap_get_device(r, &dev) : 0;
   uintptr_t p = 0;
   if (err != 0) {
     rc = RMMGO_AP_CUDA;

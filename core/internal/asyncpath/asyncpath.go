@@ -47,7 +47,9 @@ type State struct {
 // NewState makes the state of a resource allocating from pool on device
 // with runtime r; owned says the resource owns the pool (its blocks are
 // recorded as the owner's, for Close). The C side calls the CUDA runtime's
-// own functions when r is the CUDA runtime, else r through Go callbacks.
+// own functions when r is the CUDA runtime, else r through Go callbacks. An
+// allocation checks that device is current, unless r has one device only
+// (which is then always current).
 func NewState(r cudart.Runtime, pool cudart.MemPool, device int, owned bool) (*State, error) {
 	getDevice, getLastError := cudart.GetDeviceFuncs(r)
 	mallocFromPool, freeAsync := cudart.PoolAsyncFuncs(r)
@@ -60,9 +62,14 @@ func NewState(r cudart.Runtime, pool cudart.MemPool, device int, owned bool) (*S
 	if owned {
 		o = 1
 	}
+	// With one device, that device is always current: no need to ask.
+	check := C.int(1)
+	if n, err := r.GetDeviceCount(); err == nil && n == 1 {
+		check = 0
+	}
 	var gen C.uint64_t
 	addr := C.rmmgo_ap_new(C.uintptr_t(getDevice), C.uintptr_t(mallocFromPool), C.uintptr_t(freeAsync),
-		C.uintptr_t(getLastError), C.uintptr_t(h), C.uintptr_t(pool), C.int(device), o, &gen)
+		C.uintptr_t(getLastError), C.uintptr_t(h), C.uintptr_t(pool), C.int(device), o, check, &gen)
 	if addr == 0 {
 		if h != 0 {
 			h.Delete()

@@ -45,10 +45,11 @@ typedef struct {
 /* A resource's state. The runtime functions are the CUDA runtime's own
  * (cudaGetDevice, cudaMallocFromPoolAsync, cudaFreeAsync, cudaGetLastError),
  * or all 0: then the state calls the Go runtime behind the cgo.Handle
- * go_runtime. Returns the state (0: no host memory) and its generation. */
+ * go_runtime. check_device 0 skips the device check (one device: always
+ * current). Returns the state (0: no host memory) and its generation. */
 uintptr_t rmmgo_ap_new(uintptr_t get_device, uintptr_t malloc_from_pool, uintptr_t free_async,
                        uintptr_t get_last_error, uintptr_t go_runtime, uintptr_t pool, int device, int owned,
-                       uint64_t* gen);
+                       int check_device, uint64_t* gen);
 /* Closes the state: later calls get RMMGO_AP_STALE; returns once no thread
  * is inside a call on it. 1 when this call closed it, 0 when it was closed
  * already. */

@@ -382,3 +382,40 @@ func TestStateCloseUnderLoad(t *testing.T) {
 		assert.Zero(t, used, "round %d", round)
 	}
 }
+
+// countingRuntime counts GetDevice calls.
+type countingRuntime struct {
+	cudart.Runtime
+	getDevice atomic.Int64
+}
+
+func (c *countingRuntime) GetDevice() (int, error) {
+	c.getDevice.Add(1)
+	return c.Runtime.GetDevice()
+}
+
+// TestStateDeviceCheckCost: an allocation asks for the current device once
+// when the process sees several devices, and not at all when it sees one
+// (that device is always current).
+func TestStateDeviceCheckCost(t *testing.T) {
+	for _, devices := range []int{1, 2} {
+		s1 := sim.New(sim.Config{Devices: devices})
+		defer s1.Close()
+		r := &countingRuntime{Runtime: s1}
+		pool, err := r.MemPoolCreate(cudart.MemPoolProps{AllocType: cudart.MemAllocationTypePinned, Location: cudart.DeviceLocation(0)})
+		require.NoError(t, err)
+		s, err := NewState(r, pool, 0, true)
+		require.NoError(t, err)
+		p, res, _ := s.Allocate(256, 0)
+		require.Equal(t, OK, res)
+		res, _ = s.Deallocate(0, p, 256)
+		require.Equal(t, OK, res)
+		want := int64(1)
+		if devices == 1 {
+			want = 0
+		}
+		assert.Equal(t, want, r.getDevice.Load(), "%d device(s)", devices)
+		s.Release()
+		require.NoError(t, r.MemPoolDestroy(pool))
+	}
+}
