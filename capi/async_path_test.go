@@ -296,12 +296,23 @@ func TestAsyncPathReleaseRacingCalls(t *testing.T) {
 				wg.Wait()
 				require.Zero(t, bad.Load(), "round %d: %v", round, badMsg.Load())
 			}
-			if c.name == "cuda_async" { // managed memory is not device memory to cudaMemGetInfo
+			// Managed memory is not device memory to cudaMemGetInfo, and on a
+			// GPU the driver's own allocations move it (the stress program
+			// checks device memory there).
+			if c.name == "cuda_async" && exactMemInfo(t) {
 				free1, _ := memFree()
 				assert.Equal(t, free0, free1, "every byte back")
 			}
 		})
 	}
+}
+
+// exactMemInfo reports whether the backend's free memory is exact: the
+// simulated device, or the fake libcudart of TestAsyncPathOnFakeCUDA.
+func exactMemInfo(t *testing.T) bool {
+	r, err := cudart.Default()
+	require.NoError(t, err)
+	return r.Backend() == cudart.BackendSimulated || os.Getenv("RMMGO_TEST_ASYNC_FAKE") != ""
 }
 
 // TestAsyncPathResourceClosedInGo: a resource Go made and closes while C
