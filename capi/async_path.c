@@ -41,6 +41,10 @@ void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate) {
 
 /* ---------------------------------------------------------------- mirror */
 
+/* How many handles are published: while none is, rmm_allocate and
+ * rmm_deallocate do not look here (one relaxed load instead of a call). */
+int rmmgo_ap_published;
+
 #define AP_INDEX_BITS 24 /* a handle's low bits: its registry slot */
 #define AP_CHUNK_BITS 10
 #define AP_CHUNK ((size_t)1 << AP_CHUNK_BITS)
@@ -75,7 +79,9 @@ int rmmgo_ap_publish(uint64_t handle, uintptr_t state, uint64_t gen) {
   pthread_mutex_lock(&ap_mirror_mu);
   ap_mslot* s = ap_mslot_of(handle, true);
   if (s != NULL) {
-    atomic_store_explicit(&s->handle, 0, memory_order_seq_cst);
+    if (atomic_exchange_explicit(&s->handle, 0, memory_order_seq_cst) == 0) {
+      __atomic_fetch_add(&rmmgo_ap_published, 1, __ATOMIC_SEQ_CST);
+    }
     atomic_store_explicit(&s->state, state, memory_order_relaxed);
     atomic_store_explicit(&s->gen, gen, memory_order_relaxed);
     atomic_store_explicit(&s->handle, handle, memory_order_seq_cst);
@@ -88,7 +94,9 @@ void rmmgo_ap_unpublish(uint64_t handle) {
   ap_mslot* s = ap_mslot_of(handle, false);
   if (s != NULL) {
     uint64_t expected = handle;
-    atomic_compare_exchange_strong(&s->handle, &expected, 0);
+    if (atomic_compare_exchange_strong(&s->handle, &expected, 0)) {
+      __atomic_fetch_sub(&rmmgo_ap_published, 1, __ATOMIC_SEQ_CST);
+    }
   }
 }
 

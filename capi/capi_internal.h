@@ -235,7 +235,11 @@ RMMGO_INTERNAL void rmmgo_ap_unpublish(uint64_t handle);
 
 /* The dispatch of rmm_allocate and rmm_deallocate(_sync) (thread_cache.c):
  * true when the call was served and succeeded (the caller returns
- * RMM_SUCCESS); false: the caller goes on, and Go serves and reports it. */
+ * RMM_SUCCESS); false: the caller goes on, and Go serves and reports it.
+ * RMMGO_AP_ANY() is 0 while no handle is published: then the call need not
+ * be made. */
+RMMGO_INTERNAL extern int rmmgo_ap_published;
+#define RMMGO_AP_ANY() (__atomic_load_n(&rmmgo_ap_published, __ATOMIC_RELAXED) != 0)
 RMMGO_INTERNAL bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment,
                                           void** ptr);
 RMMGO_INTERNAL bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes);

@@ -1196,7 +1196,7 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
 
 rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
   /* The pool-based kinds: served in C by async_path.c. */
-  if (rmmgo_ap_try_allocate(mr, stream, bytes, alignment, ptr)) {
+  if (RMMGO_AP_ANY() && rmmgo_ap_try_allocate(mr, stream, bytes, alignment, ptr)) {
     return RMM_SUCCESS;
   }
   if (ptr == NULL || bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
@@ -1376,7 +1376,7 @@ recheck:
 
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c. */
-  if (rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
+  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
@@ -1392,7 +1392,7 @@ rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, siz
 rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c (a free on the
    * default stream, as their DeallocateSync is). */
-  if (rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
+  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
