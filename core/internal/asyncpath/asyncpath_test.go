@@ -345,6 +345,7 @@ func TestStateCloseUnderLoad(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for {
+					began := closed.Load() // Close had returned when the call began
 					p, res, _ := s.Allocate(4096, 0)
 					if res == Stale {
 						return
@@ -353,7 +354,7 @@ func TestStateCloseUnderLoad(t *testing.T) {
 						t.Errorf("allocate: %d", res)
 						return
 					}
-					if closed.Load() {
+					if began {
 						after.Add(1)
 					}
 					switch res, _ := s.Deallocate(0, p, 4096); res {
@@ -370,7 +371,7 @@ func TestStateCloseUnderLoad(t *testing.T) {
 		s.Close()
 		closed.Store(true)
 		wg.Wait()
-		assert.Zero(t, after.Load(), "a call succeeded after Close returned")
+		assert.Zero(t, after.Load(), "a call that began after Close returned succeeded")
 		owned, _ := TakeOwned(pool)
 		for _, p := range owned {
 			require.NoError(t, r.FreeAsync(p, 0))
