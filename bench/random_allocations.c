@@ -14,7 +14,10 @@
  *
  * The CUDA runtime for the baselines is loaded with dlopen (the library
  * rmmgo itself loads: RMMGO_CUDART_LIBRARY, libcudart.so.13, .12); on the
- * simulated backend the baselines are skipped.
+ * simulated backend the baselines are skipped. Before each cuda_async row,
+ * cudaMallocFromPoolAsync / cudaFreeAsync are called directly on a pool made
+ * as cuda_async makes its own (a fresh cuda_async resource's pool), and a
+ * table at the end gives cuda_async's cost per op over that baseline's.
  *
  * --case fragmentation runs the fragmentation workload (bench/README.md,
  * "The fragmentation workload") instead: pool and expandable under one
@@ -44,6 +47,7 @@
 typedef int (*cuda_malloc_fn)(void**, size_t);
 typedef int (*cuda_free_fn)(void*);
 typedef int (*cuda_malloc_async_fn)(void**, size_t, rmm_stream_t);
+typedef int (*cuda_malloc_from_pool_fn)(void**, size_t, rmm_mem_pool_t, rmm_stream_t);
 typedef int (*cuda_free_async_fn)(void*, rmm_stream_t);
 typedef int (*cuda_default_mem_pool_fn)(rmm_mem_pool_t*, int);
 typedef int (*cuda_mem_pool_attr_fn)(rmm_mem_pool_t, int, void*);
@@ -60,6 +64,7 @@ static struct {
   cuda_malloc_fn malloc_;
   cuda_free_fn free_;
   cuda_malloc_async_fn malloc_async;
+  cuda_malloc_from_pool_fn malloc_from_pool;
   cuda_free_async_fn free_async;
   cuda_default_mem_pool_fn default_mem_pool;
   cuda_mem_pool_attr_fn pool_set;
@@ -93,6 +98,7 @@ static bool load_cudart(char* why, size_t why_size) {
   LOAD(malloc_, "cudaMalloc");
   LOAD(free_, "cudaFree");
   LOAD(malloc_async, "cudaMallocAsync");
+  LOAD(malloc_from_pool, "cudaMallocFromPoolAsync");
   LOAD(free_async, "cudaFreeAsync");
   LOAD(default_mem_pool, "cudaDeviceGetDefaultMemPool");
   LOAD(pool_set, "cudaMemPoolSetAttribute");
@@ -333,7 +339,7 @@ static bool parse_args(int argc, char** argv) {
 
 /* ------------------------------------------------------------ allocators */
 
-typedef enum { KIND_RMMGO, KIND_CUDA_MALLOC, KIND_CUDA_MALLOC_ASYNC } alloc_kind;
+typedef enum { KIND_RMMGO, KIND_CUDA_MALLOC, KIND_CUDA_MALLOC_ASYNC, KIND_CUDA_POOL } alloc_kind;
 
 typedef struct {
   const char* name;
@@ -354,6 +360,7 @@ static inline int alloc_one(const allocator* a, rmm_stream_t s, size_t n, void**
     case KIND_RMMGO: *code = (int)rmm_allocate(a->mr, s, n, RMM_DEFAULT_ALIGNMENT, p); break;
     case KIND_CUDA_MALLOC: *code = cu.malloc_(p, n); break;
     case KIND_CUDA_MALLOC_ASYNC: *code = cu.malloc_async(p, n, s); break;
+    case KIND_CUDA_POOL: *code = cu.malloc_from_pool(p, n, a->cuda_pool, s); break;
   }
   if (*code == 0) return ALLOC_OK;
   const int oom = a->kind == KIND_RMMGO ? (int)RMM_ERROR_OUT_OF_MEMORY : CUDA_ERROR_MEMORY_ALLOCATION;
@@ -364,7 +371,8 @@ static inline int free_one(const allocator* a, rmm_stream_t s, void* p, size_t n
   switch (a->kind) {
     case KIND_RMMGO: return (int)rmm_deallocate(a->mr, s, p, n, RMM_DEFAULT_ALIGNMENT);
     case KIND_CUDA_MALLOC: return cu.free_(p);
-    case KIND_CUDA_MALLOC_ASYNC: return cu.free_async(p, s);
+    case KIND_CUDA_MALLOC_ASYNC:
+    case KIND_CUDA_POOL: return cu.free_async(p, s);
   }
   return -1;
 }
@@ -846,6 +854,62 @@ static double run_config(allocator* a, const char* case_name, int threads, size_
   return median;
 }
 
+/* ----------------------------- cuda_async against the direct pool calls */
+
+/* The direct baseline of a cuda_async row: cudaMallocFromPoolAsync /
+ * cudaFreeAsync on the pool of a fresh cuda_async resource (so made exactly
+ * as the measured one makes its own), which is then released. Returns the
+ * median ops/s (0 on failure; the row says why). */
+static double run_pool_baseline(const char* case_name, int threads, size_t n, size_t max_size, size_t max_usage,
+                                double async_rate, worker* ws, void** ptrs, size_t* sizes) {
+  allocator a;
+  memset(&a, 0, sizeof a);
+  a.name = "cudaMallocFromPoolAsync";
+  a.kind = KIND_CUDA_POOL;
+  rmm_resource_t owner = NULL;
+  rmm_resource_options o;
+  rmm_resource_options_init(&o);
+  if (rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC, &o, &owner) != RMM_SUCCESS ||
+      rmm_cuda_async_pool_handle(owner, &a.cuda_pool) != RMM_SUCCESS) {
+    printf("| %s | %s | %d | | failed to make: %s | | | | | | | |\n", a.name, case_name, threads, lib_error());
+    if (owner != NULL) rmm_resource_release(owner);
+    return 0;
+  }
+  double rate = run_config(&a, case_name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes);
+  rmm_resource_release(owner);
+  return rate;
+}
+
+/* The summary: cuda_async's time per op over the direct calls'. */
+enum { MAX_POOL_ROWS = 3 * MAX_THREAD_COUNTS };
+static struct {
+  const char* case_name;
+  int threads;
+  double direct, ours; /* ops/s */
+} pool_rows[MAX_POOL_ROWS];
+static int n_pool_rows;
+
+static void print_pool_summary(void) {
+  if (n_pool_rows == 0) return;
+  printf("\n## cuda_async against cudaMallocFromPoolAsync / cudaFreeAsync called directly on a pool made the same "
+         "way (goal: at most 1.05x per op)\n\n");
+  printf("| case | threads | direct per op | cuda_async per op | ratio | goal |\n");
+  printf("| --- | --- | --- | --- | --- | --- |\n");
+  for (int i = 0; i < n_pool_rows; i++) {
+    char d[32], o[32];
+    if (pool_rows[i].direct <= 0 || pool_rows[i].ours <= 0) {
+      printf("| %s | %d | failed | failed | - | - |\n", pool_rows[i].case_name, pool_rows[i].threads);
+      continue;
+    }
+    int threads = pool_rows[i].threads;
+    human_time(1e9 * threads / pool_rows[i].direct, d, sizeof d);
+    human_time(1e9 * threads / pool_rows[i].ours, o, sizeof o);
+    double ratio = pool_rows[i].direct / pool_rows[i].ours;
+    printf("| %s | %d | %s | %s | %.3fx | %s |\n", pool_rows[i].case_name, threads, d, o, ratio,
+           ratio <= 1.05 ? "met" : "not met");
+  }
+}
+
 /* ------------------------------------------- the fragmentation workload */
 
 /* The workload of bench/workload/fragmentation.go, with the same draws:
@@ -1081,7 +1145,8 @@ int main(int argc, char** argv) {
          opt.stream_mode == 0 ? "a non-blocking stream per thread when threads > 1, else the default stream"
                               : opt.stream_mode == 1 ? "the default stream" : "a non-blocking stream per thread");
   printf("- baselines (cudaMalloc/cudaFree; cudaMallocAsync/cudaFreeAsync on the default pool, release threshold "
-         "UINT64_MAX): %s\n",
+         "UINT64_MAX; before each cuda_async row, cudaMallocFromPoolAsync/cudaFreeAsync on the pool of a fresh "
+         "cuda_async resource): %s\n",
          !baselines ? why : opt.cuda_malloc_baseline ? "measured in this run" : "cudaMallocAsync measured in this run, cudaMalloc left out (--no-cudamalloc)");
   printf("- ops/s: all threads' ops over the wall time from the first thread's start to the last one's end "
          "(stream synchronised); per op: threads / (ops/s); vs cudaMallocAsync: ops/s over its ops/s for the same "
@@ -1167,6 +1232,10 @@ int main(int argc, char** argv) {
           skipped_configs++;
           continue;
         }
+        double direct_rate = 0;
+        if (r == R_CUDA_ASYNC && baselines) {
+          direct_rate = run_pool_baseline(bc->name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes);
+        }
         allocator a;
         char err[512] = "";
         if (!make_resource(r, max_size, &a, err, sizeof err)) {
@@ -1175,7 +1244,15 @@ int main(int argc, char** argv) {
           failed++;
           continue;
         }
-        if (run_config(&a, bc->name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes) <= 0) failed++;
+        double rate = run_config(&a, bc->name, threads, n, max_size, max_usage, async_rate, ws, ptrs, sizes);
+        if (rate <= 0) failed++;
+        if (r == R_CUDA_ASYNC && baselines && n_pool_rows < MAX_POOL_ROWS) {
+          pool_rows[n_pool_rows].case_name = bc->name;
+          pool_rows[n_pool_rows].threads = threads;
+          pool_rows[n_pool_rows].direct = direct_rate;
+          pool_rows[n_pool_rows].ours = rate;
+          n_pool_rows++;
+        }
         release_allocator(&a);
       }
     }
@@ -1183,6 +1260,7 @@ int main(int argc, char** argv) {
     free(sizes);
   }
   free(ws);
+  print_pool_summary();
   if (opt.cases[3]) {
     size_t cap = opt.frag_cap ? opt.frag_cap : on_cuda ? (size_t)8 << 30 : total_b / 4;
     cap &= ~(((size_t)2 << 20) - 1); /* whole granules */

@@ -9,6 +9,7 @@
 #ifndef RMMGO_CAPI_INTERNAL_H
 #define RMMGO_CAPI_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -213,5 +214,41 @@ rmm_status rmmgo_go_drain(rmmgo_tc_call* call);
 rmm_status rmmgo_go_free_check(uint64_t handle, int which, uintptr_t ptr, size_t bytes, size_t allocated, int why);
 int rmmgo_go_stream_live(uintptr_t stream);
 int rmmgo_go_stream_key(uintptr_t stream, uint64_t* key);
+
+/* ------------------------------------------- the pool-based kinds' C path
+ * async_path.c serves rmm_allocate, rmm_deallocate and rmm_deallocate_sync
+ * for the handles of core.CPathResource resources (cuda_async,
+ * cuda_async_managed, cuda_async_view) in C, through core's C path. */
+
+/* core.CPathFuncs' functions (core/internal/asyncpath): 0 when the call
+ * succeeded; anything else did nothing. */
+typedef int (*rmmgo_ap_allocate_fn)(uintptr_t state, uint64_t gen, size_t bytes, uintptr_t stream, uintptr_t* out);
+typedef int (*rmmgo_ap_deallocate_fn)(uintptr_t state, uint64_t gen, uintptr_t stream, uintptr_t ptr, size_t bytes);
+
+/* Hands over core.CPathFuncs (async_path.go, once). */
+RMMGO_INTERNAL void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate);
+/* The mirror: publish makes handle servable from C with its resource's
+ * core.CPath (0 when there was no host memory for it); unpublish takes it
+ * back (before the resource is closed). */
+RMMGO_INTERNAL int rmmgo_ap_publish(uint64_t handle, uintptr_t state, uint64_t gen);
+RMMGO_INTERNAL void rmmgo_ap_unpublish(uint64_t handle);
+
+/* The dispatch of rmm_allocate and rmm_deallocate(_sync) (thread_cache.c):
+ * true when the call was served and succeeded (the caller returns
+ * RMM_SUCCESS); false: the caller goes on, and Go serves and reports it.
+ * RMMGO_AP_ANY() is 0 while no handle is published: then the call need not
+ * be made. */
+RMMGO_INTERNAL extern int rmmgo_ap_published;
+#define RMMGO_AP_ANY() (__atomic_load_n(&rmmgo_ap_published, __ATOMIC_RELAXED) != 0)
+RMMGO_INTERNAL bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment,
+                                          void** ptr);
+RMMGO_INTERNAL bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes);
+
+/* For tests: how many calls async_path.c served on the calling thread. */
+RMMGO_INTERNAL uint64_t rmmgo_ap_served_mine(void);
+
+/* The thread cache's stream epoch (thread_cache.c): it moves on each time
+ * rmm_stream_destroy retires a stream. */
+RMMGO_INTERNAL uint64_t rmmgo_tc_stream_epoch(void);
 
 #endif /* RMMGO_CAPI_INTERNAL_H */

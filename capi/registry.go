@@ -212,8 +212,10 @@ func (r *registry) releaseEntry(e *entry) error {
 // returned, so that handleFor never makes a new handle for a resource
 // being closed.
 func (r *registry) finalize(e *entry) error {
-	// The thread caches let go of e's blocks before anything else.
+	// The thread caches let go of e's blocks before anything else, and
+	// the C path stops serving e.
 	tcRetire(e)
+	apRetire(e)
 	r.mu.Lock()
 	d := r.dir.Load()
 	d.chunks[e.index>>chunkBits][e.index&chunkMask].Store(nil)
@@ -297,6 +299,7 @@ func (r *registry) addLocked(res core.Resource, owned bool, device int, deps []*
 	}
 	e.refs.Store(1)
 	tcPublish(e)
+	apPublish(e)
 	r.dir.Load().chunks[index>>chunkBits][index&chunkMask].Store(e)
 	if comparable(res) {
 		r.byRes.Store(res, e)

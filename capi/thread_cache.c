@@ -324,6 +324,9 @@ void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint6
 
 void rmmgo_tc_stream_retired(void) { atomic_fetch_add(&tc_stream_epoch, 1); }
 
+/* For async_path.c, which checks streams the same way. */
+uint64_t rmmgo_tc_stream_epoch(void) { return atomic_load_explicit(&tc_stream_epoch, memory_order_relaxed); }
+
 /* ---------------------------------------------------------------- table */
 
 enum { TC_EMPTY = 0, TC_LIVE = 1, TC_CACHED = 2 };
@@ -1192,6 +1195,10 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
 }
 
 rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
+  /* The pool-based kinds: served in C by async_path.c. */
+  if (RMMGO_AP_ANY() && rmmgo_ap_try_allocate(mr, stream, bytes, alignment, ptr)) {
+    return RMM_SUCCESS;
+  }
   if (ptr == NULL || bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
     return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
   }
@@ -1368,6 +1375,10 @@ recheck:
 }
 
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
+  /* The pool-based kinds: served in C by async_path.c. */
+  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
+    return RMM_SUCCESS;
+  }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
     return rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment);
   }
@@ -1379,6 +1390,11 @@ rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, siz
 /* Without a stream: the caller vouches that no work uses the memory, which
  * is a free on the default stream for every resource the cache serves. */
 rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_t alignment) {
+  /* The pool-based kinds: served in C by async_path.c (a free on the
+   * default stream, as their DeallocateSync is). */
+  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
+    return RMM_SUCCESS;
+  }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
     return rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment);
   }

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync/atomic"
 
-	"github.com/rmmgo/rmmgo/core/internal/inflight"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -40,7 +38,7 @@ const knownHandleTypes = cudart.MemHandleTypePosixFileDescriptor | cudart.MemHan
 // still outstanding first; CudaAsync equals only itself and views of its
 // pool.
 type CudaAsync struct {
-	ownedPool
+	poolCore
 }
 
 // NewCudaAsync creates a memory pool on the current device and returns a
@@ -90,15 +88,58 @@ func newCudaAsync(r cudart.Runtime, opts CudaAsyncOptions) (*CudaAsync, error) {
 		HandleTypes: opts.ExportHandleTypes,
 		Location:    cudart.DeviceLocation(b.dev),
 	}
-	if err := c.create(kind, b, props, threshold); err != nil {
+	if err := createPool(&c.poolCore, kind, b, props, threshold); err != nil {
 		return nil, err
 	}
 	if size := opts.InitialPoolSize; size != 0 && size != SizeDefault {
-		if err := c.prime(kind, size); err != nil {
+		if err := c.prime(size); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// createPool makes an owned pool with props and release threshold on b's
+// device, and c's state over it.
+func createPool(c *poolCore, kind string, b base, props cudart.MemPoolProps, threshold uint64) error {
+	pool, err := b.rt.MemPoolCreate(props)
+	if errors.Is(err, cudart.ErrNotSupported) {
+		return fmt.Errorf("%s: %w: creating a memory pool on device %d: %w", kind, ErrNotSupported, b.dev, err)
+	}
+	if err != nil {
+		return cudaError(fmt.Sprintf("%s: creating a memory pool on device %d", kind, b.dev), err)
+	}
+	err = b.rt.MemPoolSetAttribute(pool, cudart.MemPoolAttrReleaseThreshold, threshold)
+	if err != nil {
+		err = cudaError(kind+": setting the pool's release threshold", err)
+	} else {
+		err = c.init(kind, b, pool, true)
+	}
+	if err != nil {
+		if derr := b.rt.MemPoolDestroy(pool); derr != nil {
+			return fmt.Errorf("%w (and destroying the pool failed: %v)", err, derr)
+		}
+		return err
+	}
+	return nil
+}
+
+// prime allocates and frees size bytes on the default stream, so the pool
+// reserves them. On failure it destroys the pool.
+func (c *CudaAsync) prime(size uintptr) error {
+	pool := c.asyncPool()
+	p, err := c.rt.MallocFromPoolAsync(size, pool, DefaultStream)
+	if err == nil {
+		err = c.rt.FreeAsync(p, DefaultStream)
+	}
+	if err != nil {
+		err = cudaError(fmt.Sprintf("%s: priming the pool with %d bytes", c.kind, size), err)
+		if cerr := c.close(); cerr != nil {
+			return fmt.Errorf("%w (and destroying the pool failed: %v)", err, cerr)
+		}
+		return err
+	}
+	return nil
 }
 
 // checkMemoryPools fails with ErrNotSupported unless device dev supports
@@ -121,19 +162,19 @@ func (c *CudaAsync) PoolHandle() cudart.MemPool { return c.asyncPool() }
 // Allocate returns bytes from the pool, usable in stream order on stream.
 // After Close it fails with an error wrapping ErrClosed.
 func (c *CudaAsync) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return c.allocate(kindCudaAsync, stream, bytes, alignment, false)
+	return c.allocate(stream, bytes, alignment)
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream. After
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (c *CudaAsync) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return c.deallocate(kindCudaAsync, stream, ptr, bytes)
+	return c.deallocate(stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (c *CudaAsync) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return c.allocate(kindCudaAsync, DefaultStream, bytes, alignment, true)
+	return c.allocateSync(bytes, alignment)
 }
 
 // DeallocateSync deallocates on the default stream.
@@ -161,122 +202,4 @@ func (c *CudaAsync) Kind() string { return kindCudaAsync }
 // finish, or fail with ErrClosed; later calls fail with ErrClosed. Blocks
 // views of the pool handed out stay valid until the views free them (CUDA
 // keeps a destroyed pool's memory until then). Closing again does nothing.
-func (c *CudaAsync) Close() error { return c.close(kindCudaAsync) }
-
-// ownedPool is the state of a resource that owns a CUDA memory pool.
-type ownedPool struct {
-	base
-	pool atomic.Uintptr // the cudart.MemPool; 0 once closed
-	// calls counts the calls inside the resource: Close waits for them
-	// before it destroys the pool they use (per-P counters: no shared
-	// atomic per call).
-	calls inflight.Gate
-}
-
-func (o *ownedPool) asyncPool() cudart.MemPool { return cudart.MemPool(o.pool.Load()) }
-
-// create makes the pool with props and sets its release threshold.
-func (o *ownedPool) create(kind string, b base, props cudart.MemPoolProps, threshold uint64) error {
-	o.base = b
-	pool, err := b.rt.MemPoolCreate(props)
-	if errors.Is(err, cudart.ErrNotSupported) {
-		return fmt.Errorf("%s: %w: creating a memory pool on device %d: %w", kind, ErrNotSupported, b.dev, err)
-	}
-	if err != nil {
-		return cudaError(fmt.Sprintf("%s: creating a memory pool on device %d", kind, b.dev), err)
-	}
-	if err := b.rt.MemPoolSetAttribute(pool, cudart.MemPoolAttrReleaseThreshold, threshold); err != nil {
-		err = cudaError(kind+": setting the pool's release threshold", err)
-		if derr := b.rt.MemPoolDestroy(pool); derr != nil {
-			return fmt.Errorf("%w (and destroying the pool failed: %v)", err, derr)
-		}
-		return err
-	}
-	o.pool.Store(uintptr(pool))
-	return nil
-}
-
-// prime allocates and frees size bytes on the default stream, so the pool
-// reserves them. On failure it destroys the pool.
-func (o *ownedPool) prime(kind string, size uintptr) error {
-	pool := o.asyncPool()
-	p, err := o.rt.MallocFromPoolAsync(size, pool, DefaultStream)
-	if err == nil {
-		err = o.rt.FreeAsync(p, DefaultStream)
-	}
-	if err != nil {
-		err = cudaError(fmt.Sprintf("%s: priming the pool with %d bytes", kind, size), err)
-		if cerr := o.close(kind); cerr != nil {
-			return fmt.Errorf("%w (and destroying the pool failed: %v)", err, cerr)
-		}
-		return err
-	}
-	return nil
-}
-
-// allocate is Allocate (AllocateSync with sync set) of the kinds that own
-// their pool: counted in, so that Close waits for it, and recorded as owned
-// in asyncLive, so that Close gives the block back if nobody else does.
-func (o *ownedPool) allocate(kind string, stream Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
-	if !requestOK(bytes, alignment) {
-		return 0, rejectRequest(kind, bytes, alignment) // zero bytes need no pool, even after Close
-	}
-	t, ok := o.calls.Enter()
-	if !ok {
-		return 0, errClosed(kind)
-	}
-	defer o.calls.Exit(t)
-	pool := o.asyncPool()
-	var p uintptr
-	var err error
-	if sync {
-		p, err = poolAllocateSync(&o.base, kind, pool, bytes, alignment, true)
-	} else {
-		p, err = poolAllocate(&o.base, kind, pool, stream, bytes, alignment, true)
-	}
-	return p, err
-}
-
-// deallocate is Deallocate of the kinds that own their pool, counted in
-// like allocate. After Close it fails with ErrClosed: Close gave every
-// block back.
-func (o *ownedPool) deallocate(kind string, stream Stream, ptr, bytes uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	t, ok := o.calls.Enter()
-	if !ok {
-		return errClosed(kind)
-	}
-	defer o.calls.Exit(t)
-	return poolDeallocate(o.rt, kind, o.asyncPool(), stream, ptr, bytes)
-}
-
-// close destroys the pool once: it lets no new call in and waits for those
-// in flight, then frees the blocks the resource handed out that nobody
-// freed (after a device synchronization, as a sub-allocator's Close does:
-// work queued on them may still run), then destroys the pool.
-func (o *ownedPool) close(kind string) error {
-	if !o.calls.Close() {
-		return nil
-	}
-	pool := cudart.MemPool(o.pool.Swap(0))
-	if pool == 0 {
-		return nil
-	}
-	var errs []error
-	if live := asyncLive.takeOwned(uintptr(pool)); len(live) > 0 {
-		if err := o.rt.DeviceSynchronize(); err != nil {
-			errs = append(errs, cudaError(kind+": synchronizing before freeing the blocks still outstanding", err))
-		}
-		for _, p := range live {
-			if err := o.rt.FreeAsync(p, DefaultStream); err != nil {
-				errs = append(errs, freeError(kind, p, err))
-			}
-		}
-	}
-	if err := o.rt.MemPoolDestroy(pool); err != nil {
-		errs = append(errs, cudaError(kind+": destroying the memory pool", err))
-	}
-	return errors.Join(errs...)
-}
+func (c *CudaAsync) Close() error { return c.close() }

@@ -23,7 +23,7 @@ import (
 // The memory is device and host accessible. CudaAsyncManaged equals only
 // itself and views of its pool.
 type CudaAsyncManaged struct {
-	ownedPool
+	poolCore
 }
 
 // NewCudaAsyncManaged creates a managed memory pool on the current device
@@ -73,7 +73,7 @@ func newCudaAsyncManaged(r cudart.Runtime) (*CudaAsyncManaged, error) {
 		AllocType: cudart.MemAllocationTypeManaged,
 		Location:  cudart.DeviceLocation(b.dev),
 	}
-	if err := m.create(kind, b, props, math.MaxUint64); err != nil {
+	if err := createPool(&m.poolCore, kind, b, props, math.MaxUint64); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -88,19 +88,19 @@ func (m *CudaAsyncManaged) PoolHandle() cudart.MemPool { return m.asyncPool() }
 // Allocate returns bytes of managed memory from the pool, usable in stream
 // order on stream. After Close it fails with an error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return m.allocate(kindCudaAsyncManaged, stream, bytes, alignment, false)
+	return m.allocate(stream, bytes, alignment)
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream. After
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return m.deallocate(kindCudaAsyncManaged, stream, ptr, bytes)
+	return m.deallocate(stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (m *CudaAsyncManaged) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return m.allocate(kindCudaAsyncManaged, DefaultStream, bytes, alignment, true)
+	return m.allocateSync(bytes, alignment)
 }
 
 // DeallocateSync deallocates on the default stream.
@@ -125,4 +125,4 @@ func (m *CudaAsyncManaged) Kind() string { return kindCudaAsyncManaged }
 // Close waits for the calls in flight, gives back the blocks still
 // outstanding and destroys the pool, as CudaAsync's Close does. It is
 // idempotent; calls racing it finish or fail with ErrClosed.
-func (m *CudaAsyncManaged) Close() error { return m.close(kindCudaAsyncManaged) }
+func (m *CudaAsyncManaged) Close() error { return m.close() }

@@ -17,8 +17,7 @@ import (
 // Two views, or a view and a CudaAsync or CudaAsyncManaged resource, are
 // equal when they use the same pool.
 type CudaAsyncView struct {
-	base
-	pool cudart.MemPool
+	poolCore
 }
 
 // NewCudaAsyncView returns a view of pool for the current device. A zero
@@ -54,27 +53,29 @@ func newCudaAsyncView(r cudart.Runtime, pool cudart.MemPool) (*CudaAsyncView, er
 		}
 		return nil, cudaError(fmt.Sprintf("%s: querying memory pool %#x", kindCudaAsyncView, uintptr(pool)), err)
 	}
-	return &CudaAsyncView{base: b, pool: pool}, nil
+	v := &CudaAsyncView{}
+	if err := v.init(kindCudaAsyncView, b, pool, false); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // PoolHandle returns the pool the view allocates from.
-func (v *CudaAsyncView) PoolHandle() cudart.MemPool { return v.pool }
-
-func (v *CudaAsyncView) asyncPool() cudart.MemPool { return v.pool }
+func (v *CudaAsyncView) PoolHandle() cudart.MemPool { return v.asyncPool() }
 
 // Allocate returns bytes from the pool, usable in stream order on stream.
 func (v *CudaAsyncView) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocate(&v.base, kindCudaAsyncView, v.pool, stream, bytes, alignment, false)
+	return v.allocate(stream, bytes, alignment)
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream.
 func (v *CudaAsyncView) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return poolDeallocate(v.rt, kindCudaAsyncView, v.pool, stream, ptr, bytes)
+	return v.deallocate(stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (v *CudaAsyncView) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return poolAllocateSync(&v.base, kindCudaAsyncView, v.pool, bytes, alignment, false)
+	return v.allocateSync(bytes, alignment)
 }
 
 // DeallocateSync deallocates on the default stream.
@@ -86,7 +87,7 @@ func (v *CudaAsyncView) DeallocateSync(ptr, bytes, alignment uintptr) error {
 func (v *CudaAsyncView) Properties() Properties { return DeviceAccessible }
 
 // Equal reports whether other allocates from the same pool.
-func (v *CudaAsyncView) Equal(other Resource) bool { return samePool(v.pool, other) }
+func (v *CudaAsyncView) Equal(other Resource) bool { return samePool(v.asyncPool(), other) }
 
 // Kind returns "cuda_async_view".
 func (v *CudaAsyncView) Kind() string { return kindCudaAsyncView }
@@ -101,63 +102,4 @@ type asyncPooled interface {
 func samePool(pool cudart.MemPool, other Resource) bool {
 	o, ok := other.(asyncPooled)
 	return ok && pool != 0 && o.asyncPool() == pool
-}
-
-// poolAllocate is Allocate for the pool-based resources. The block is
-// recorded in asyncLive with its size and pool (live_table.go); owned says
-// the pool's owner handed it out, so that the owner's Close gives it back
-// if nobody else does (a view's blocks stay valid after the owner's Close,
-// as CUDA keeps them, until the view frees them).
-func poolAllocate(b *base, kind string, pool cudart.MemPool, stream Stream, bytes, alignment uintptr, owned bool) (uintptr, error) {
-	if !requestOK(bytes, alignment) {
-		return 0, rejectRequest(kind, bytes, alignment)
-	}
-	if pool == 0 {
-		return 0, fmt.Errorf("%s: %w", kind, ErrClosed)
-	}
-	if err := b.checkDevice(kind); err != nil {
-		return 0, err
-	}
-	p, err := b.rt.MallocFromPoolAsync(bytes, pool, stream)
-	if err != nil {
-		return 0, allocError(kind, bytes, err)
-	}
-	asyncLive.addEntry(p, liveEntry{size: bytes, owner: uintptr(pool), owned: owned})
-	return p, nil
-}
-
-// poolAllocateSync allocates on the default stream and waits for it, so the
-// memory is ready for any use.
-func poolAllocateSync(b *base, kind string, pool cudart.MemPool, bytes, alignment uintptr, owned bool) (uintptr, error) {
-	p, err := poolAllocate(b, kind, pool, DefaultStream, bytes, alignment, owned)
-	if err != nil || p == 0 {
-		return p, err
-	}
-	if err := b.rt.StreamSynchronize(DefaultStream); err != nil {
-		err = cudaError(kind+": synchronizing the default stream after allocating", err)
-		if ferr := poolDeallocate(b.rt, kind, pool, DefaultStream, p, bytes); ferr != nil {
-			return 0, fmt.Errorf("%w (and freeing the memory failed: %v)", err, ferr)
-		}
-		return 0, err
-	}
-	return p, nil
-}
-
-// poolDeallocate is Deallocate for the pool-based resources: it frees ptr,
-// allocated with bytes from pool, in stream order on stream, when the
-// record says so (live_table.go), and puts the record back if the free
-// fails. ptr 0 is a no-op.
-func poolDeallocate(r cudart.Runtime, kind string, pool cudart.MemPool, stream Stream, ptr, bytes uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	e, err := asyncLive.take(kind, ptr, bytes, uintptr(pool))
-	if err != nil {
-		return err
-	}
-	if err := r.FreeAsync(ptr, stream); err != nil {
-		asyncLive.restore(ptr, e)
-		return freeError(kind, ptr, err)
-	}
-	return nil
 }

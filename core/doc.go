@@ -129,12 +129,15 @@
 // lists that Pool, FixedSize and Arena share (stream ids, event records
 // and waits, shards per P), core/internal/cachepolicy the one policy for how
 // much memory caches and magazines may hold and when they give it back,
-// core/internal/inflight the per-P count of
-// calls in flight that CudaAsync's Close waits for, and core/internal/addr,
+// core/internal/asyncpath the pool-based kinds' allocation and free written
+// once in C (their table of blocks and the per-thread gate CudaAsync's Close
+// waits for; the C ABI runs it with no Go on the path, Go through one cgo
+// call), core/internal/inflight the per-P count of calls in flight (the
+// pool-based kinds' slow path), and core/internal/addr,
 // errs and relaxed hold the address arithmetic, the sentinel errors and
 // the relaxed shared words. live_table.go records what the base resources
 // hand out, for checked frees and for CudaAsync's and CudaAsyncManaged's
-// Close.
+// Close (the pool-based kinds' records live in asyncpath's C table).
 //
 // # Closing
 //
@@ -147,8 +150,8 @@
 // Sub-allocators get this at no cost per call: their heaps never grow once
 // closed (checked under the growth lock), and a call that fails once the
 // resource is closed reports ErrClosed. CudaAsync and CudaAsyncManaged wait
-// for the calls in flight (counted per P) before they free what is
-// outstanding and destroy their CUDA pool.
+// for the calls in flight (per thread on the C path, per P on the slow path)
+// before they free what is outstanding and destroy their CUDA pool.
 //
 // # Backends
 //

@@ -3,6 +3,9 @@ package core
 import (
 	"fmt"
 	"sync"
+
+	"github.com/rmmgo/rmmgo/core/internal/asyncpath"
+	"github.com/rmmgo/rmmgo/cudart"
 )
 
 // Checked frees for the base resources.
@@ -31,7 +34,10 @@ import (
 // cuda_async_managed, cuda_async_view) equal one another when they allocate
 // from the same CUDA memory pool: they share one table whose records carry
 // the pool handle, so a view frees what its pool's owner handed out (and the
-// owner what the view handed out), and nothing from another pool.
+// owner what the view handed out), and nothing from another pool. That
+// table lives in C (core/internal/asyncpath), where the C ABI's allocation
+// and free of those kinds reach it without entering Go; asyncLive is its Go
+// face, and both paths keep the one record of every block.
 //
 // Memory that bypassed the resources (cudaMalloc called directly, memory
 // another library took from a pool a view wraps) is not recorded and is
@@ -59,15 +65,13 @@ type liveShard struct {
 type liveEntry struct {
 	size  uintptr // the bytes asked for
 	owner uintptr // which equal instances may free it; see the kinds' tables
-	// owned (asyncLive only): the pool's owning resource handed it out, so
-	// the owner's Close frees it if it is still recorded then.
-	owned bool
 }
 
 // The tables, one per group of equal resources. owner is 0 in the stateless
-// kinds' tables, the headroom in samLive and the pool handle in asyncLive.
+// kinds' tables and the headroom in samLive. The pool-based kinds' table is
+// asyncLive, below.
 var (
-	cudaLive, managedLive, pinnedHostLive, systemLive, samLive, asyncLive liveTable
+	cudaLive, managedLive, pinnedHostLive, systemLive, samLive liveTable
 )
 
 // shard returns the shard that holds ptr. Base allocations are 256-byte
@@ -116,24 +120,34 @@ func (t *liveTable) take(kind string, ptr, size, owner uintptr) (liveEntry, erro
 	s.mu.Unlock()
 	switch {
 	case !ok:
-		return liveEntry{}, fmt.Errorf("%s: %w: %#x was not allocated by a %s resource, or was already deallocated",
-			kind, ErrInvalidPointer, ptr, kind)
+		return liveEntry{}, errNotRecorded(kind, ptr)
 	case e.owner != owner:
-		return liveEntry{}, fmt.Errorf("%s: %w: %#x was allocated by a %s resource that is not equal to this one (%s)",
-			kind, ErrInvalidPointer, ptr, kind, t.ownerWord(e.owner, owner))
+		return liveEntry{}, errOtherOwner(kind, ptr, t.ownerWord(e.owner, owner))
 	default:
-		return liveEntry{}, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (nothing was freed)",
-			kind, ErrInvalidArgument, ptr, size, e.size)
+		return liveEntry{}, errOtherSize(kind, ptr, size, e.size)
 	}
+}
+
+// The refusals of a free, for every table.
+func errNotRecorded(kind string, ptr uintptr) error {
+	return fmt.Errorf("%s: %w: %#x was not allocated by a %s resource, or was already deallocated",
+		kind, ErrInvalidPointer, ptr, kind)
+}
+
+func errOtherOwner(kind string, ptr uintptr, how string) error {
+	return fmt.Errorf("%s: %w: %#x was allocated by a %s resource that is not equal to this one (%s)",
+		kind, ErrInvalidPointer, ptr, kind, how)
+}
+
+func errOtherSize(kind string, ptr, size, had uintptr) error {
+	return fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (nothing was freed)",
+		kind, ErrInvalidArgument, ptr, size, had)
 }
 
 // ownerWord says how two owners differ, in the table's terms.
 func (t *liveTable) ownerWord(had, want uintptr) string {
-	switch t {
-	case &samLive:
+	if t == &samLive {
 		return fmt.Sprintf("it keeps a headroom of %d bytes, this one %d", had, want)
-	case &asyncLive:
-		return fmt.Sprintf("it allocates from memory pool %#x, this one from %#x", had, want)
 	}
 	return fmt.Sprintf("owner %#x, this one %#x", had, want)
 }
@@ -144,26 +158,6 @@ func (t *liveTable) restore(ptr uintptr, e liveEntry) {
 	t.addEntry(ptr, e)
 }
 
-// takeOwned removes and returns every record of owner marked owned: the
-// blocks a CUDA pool's owning resource handed out that nobody freed, which
-// its Close gives back before it destroys the pool. Records of the same
-// pool that views made stay: those blocks stay valid, as CUDA keeps them.
-func (t *liveTable) takeOwned(owner uintptr) []uintptr {
-	var out []uintptr
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		for p, e := range s.m {
-			if e.owner == owner && e.owned {
-				out = append(out, p)
-				delete(s.m, p)
-			}
-		}
-		s.mu.Unlock()
-	}
-	return out
-}
-
 // has reports whether ptr is recorded (for tests).
 func (t *liveTable) has(ptr uintptr) bool {
 	s := t.shard(ptr)
@@ -172,3 +166,49 @@ func (t *liveTable) has(ptr uintptr) bool {
 	s.mu.Unlock()
 	return ok
 }
+
+// asyncLive is the table of the pool-based kinds (cuda_async,
+// cuda_async_managed, cuda_async_view): pointer to size, pool, and whether
+// the pool's owner handed the block out (its Close gives back what is still
+// recorded then). The records live in C (asyncpath), shared with the C path
+// of the C ABI; the Go path reaches them through these methods.
+var asyncLive asyncTable
+
+type asyncTable struct{}
+
+// add records that ptr was handed out with size bytes from pool (by the
+// pool's owner when owned); false when the C heap could not hold it.
+func (asyncTable) add(ptr, size uintptr, pool cudart.MemPool, owned bool) bool {
+	return asyncpath.Record(ptr, size, pool, owned)
+}
+
+// take removes ptr's record when it says ptr was handed out with size bytes
+// from pool, and returns it, as liveTable.take does.
+func (asyncTable) take(kind string, ptr, size uintptr, pool cudart.MemPool) (asyncpath.Entry, error) {
+	e, r := asyncpath.Take(ptr, size, pool)
+	switch r {
+	case asyncpath.OK:
+		return e, nil
+	case asyncpath.Foreign:
+		return e, errOtherOwner(kind, ptr, fmt.Sprintf("it allocates from memory pool %#x, this one from %#x", uintptr(e.Pool), uintptr(pool)))
+	case asyncpath.SizeMismatch:
+		return e, errOtherSize(kind, ptr, size, e.Size)
+	default:
+		return e, errNotRecorded(kind, ptr)
+	}
+}
+
+// restore puts back a record take removed.
+func (asyncTable) restore(ptr uintptr, e asyncpath.Entry) { asyncpath.Restore(ptr, e) }
+
+// takeOwned removes and returns every record of pool its owner made: the
+// blocks a CUDA pool's owning resource handed out that nobody freed, which
+// its Close gives back before it destroys the pool. Records of the same
+// pool that views made stay: those blocks stay valid, as CUDA keeps them.
+// complete is false when not every record could be taken (no host memory).
+func (asyncTable) takeOwned(pool cudart.MemPool) (ptrs []uintptr, complete bool) {
+	return asyncpath.TakeOwned(pool)
+}
+
+// has reports whether ptr is recorded (for tests).
+func (asyncTable) has(ptr uintptr) bool { return asyncpath.Has(ptr) }

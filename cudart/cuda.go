@@ -641,6 +641,19 @@ func GetDeviceFuncs(r Runtime) (getDevice, getLastError uintptr) {
 	return c.slot("cudaGetDevice"), c.slot("cudaGetLastError")
 }
 
+// PoolAsyncFuncs returns the addresses of the runtime's
+// cudaMallocFromPoolAsync and cudaFreeAsync when r is the CUDA runtime,
+// else 0, 0: C code that serves the pool-based resources without entering
+// Go (core's C path for cuda_async) calls them directly, with
+// GetDeviceFuncs' cudaGetDevice and cudaGetLastError.
+func PoolAsyncFuncs(r Runtime) (mallocFromPoolAsync, freeAsync uintptr) {
+	c, ok := r.(*cudaRuntime)
+	if !ok || c == nil {
+		return 0, 0
+	}
+	return c.slot("cudaMallocFromPoolAsync"), c.slot("cudaFreeAsync")
+}
+
 // StreamGetID is cudaStreamGetId. It asks the driver's cuStreamGetId
 // first, which takes no process-wide lock; on any failure there (no current
 // context on this thread, say) it asks the runtime, whose error is the one

@@ -15,3 +15,6 @@ func StreamGetIDFuncs(r Runtime) (getID, getLastError uintptr) { return 0, 0 }
 
 // GetDeviceFuncs: this build has no CUDA runtime to call from C.
 func GetDeviceFuncs(r Runtime) (getDevice, getLastError uintptr) { return 0, 0 }
+
+// PoolAsyncFuncs: this build has no CUDA runtime to call from C.
+func PoolAsyncFuncs(r Runtime) (mallocFromPoolAsync, freeAsync uintptr) { return 0, 0 }
