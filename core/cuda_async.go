@@ -155,12 +155,13 @@ func (c *CudaAsync) Equal(other Resource) bool {
 // Kind returns "cuda_async".
 func (c *CudaAsync) Kind() string { return kindCudaAsync }
 
-// Close waits for the calls in flight on c, gives back the blocks c handed
-// out that are still outstanding (after synchronizing the device: queued
-// work may still use them), and destroys the pool. Calls racing Close
-// finish, or fail with ErrClosed; later calls fail with ErrClosed. Blocks
-// views of the pool handed out stay valid until the views free them (CUDA
-// keeps a destroyed pool's memory until then). Closing again does nothing.
+// Close waits for the calls in flight on c, synchronizes the device (queued
+// work may still use the blocks, and queued frees must have run), gives
+// back the blocks c handed out that are still outstanding, and destroys the
+// pool. Calls racing Close finish, or fail with ErrClosed; later calls fail
+// with ErrClosed. Blocks views of the pool handed out stay valid until the
+// views free them (CUDA keeps a destroyed pool's memory until then).
+// Closing again does nothing.
 func (c *CudaAsync) Close() error { return c.close(kindCudaAsync) }
 
 // ownedPool is the state of a resource that owns a CUDA memory pool.
@@ -253,9 +254,10 @@ func (o *ownedPool) deallocate(kind string, stream Stream, ptr, bytes uintptr) e
 }
 
 // close destroys the pool once: it lets no new call in and waits for those
-// in flight, then frees the blocks the resource handed out that nobody
-// freed (after a device synchronization, as a sub-allocator's Close does:
-// work queued on them may still run), then destroys the pool.
+// in flight, synchronizes the device (work queued on blocks still out may
+// still run, and frees queued on any stream must have run), frees the
+// blocks the resource handed out that nobody freed and waits for those
+// frees, then destroys the pool, which the driver then releases at once.
 func (o *ownedPool) close(kind string) error {
 	if !o.calls.Close() {
 		return nil
@@ -265,14 +267,26 @@ func (o *ownedPool) close(kind string) error {
 		return nil
 	}
 	var errs []error
+	// Synchronize the device first, whatever is outstanding: work queued on
+	// the blocks still live may use them, and the frees callers queued on
+	// any stream must have run (and the driver must know they ran) before
+	// the pool goes. Destroyed with frees pending, a pool is only marked for
+	// destruction and released later by the driver; on an H100, pools so
+	// released under threads that went on allocating from a new pool
+	// crashed cudaMallocFromPoolAsync (the stress program's current
+	// scenario). A pool destroyed after the synchronization is released at
+	// once.
+	if err := o.rt.DeviceSynchronize(); err != nil {
+		errs = append(errs, cudaError(kind+": synchronizing before destroying the memory pool", err))
+	}
 	if live := asyncLive.takeOwned(uintptr(pool)); len(live) > 0 {
-		if err := o.rt.DeviceSynchronize(); err != nil {
-			errs = append(errs, cudaError(kind+": synchronizing before freeing the blocks still outstanding", err))
-		}
 		for _, p := range live {
 			if err := o.rt.FreeAsync(p, DefaultStream); err != nil {
 				errs = append(errs, freeError(kind, p, err))
 			}
+		}
+		if err := o.rt.StreamSynchronize(DefaultStream); err != nil {
+			errs = append(errs, cudaError(kind+": synchronizing after freeing the blocks still outstanding", err))
 		}
 	}
 	if err := o.rt.MemPoolDestroy(pool); err != nil {

@@ -23,8 +23,8 @@
  *            Default 50 rounds per kind.
  *   current  threads allocate from the current device resource while the
  *            main thread sets and resets it (pool, arena, binning,
- *            cuda_async, cuda in turn; through both the current-device and
- *            the per-device calls).
+ *            cuda_async, cuda in turn, or those of them --kinds names;
+ *            through both the current-device and the per-device calls).
  *   streams  threads make streams, allocate and free on them from one
  *            shared resource (pool, arena, binning, fixed_size, cuda_async
  *            in turn) and destroy them with frees still queued, while the
@@ -187,8 +187,9 @@ static void usage(FILE* f) {
           "  --churn-steps N        allocation steps per churn thread (default 2000)\n"
           "  --churn-pool-max BYTES the churn pool's maximum size (default 1GiB)\n"
           "  --churn-max-ratio X    pool peak size over peak live bytes allowed (default 1.5)\n"
-          "  --kinds LIST           resource kinds of the release scenario (default: all; as\n"
-          "                         --scenarios, \"all,-pool\" leaves one out)\n"
+          "  --kinds LIST           resource kinds of the release scenario, and those of pool,\n"
+          "                         arena, binning, cuda_async, cuda the current scenario sets\n"
+          "                         (default: all; as --scenarios, \"all,-pool\" leaves one out)\n"
           "  --release-block BYTES  block size of the release scenario (default 5MiB)\n"
           "  --tolerance BYTES      device memory a scenario may lose (default 0)\n"
           "  --known-bugs LIST      failures to report without failing: churn-hoard,\n"
@@ -944,8 +945,20 @@ static void* current_thread(void* argp) {
 
 static void scenario_current(void) {
   const char* name = "current";
-  static const rmm_resource_kind cycle[] = {RMM_RESOURCE_POOL, RMM_RESOURCE_ARENA, RMM_RESOURCE_BINNING,
-                                            RMM_RESOURCE_CUDA_ASYNC, RMM_RESOURCE_CUDA};
+  static const rmm_resource_kind all[] = {RMM_RESOURCE_POOL, RMM_RESOURCE_ARENA, RMM_RESOURCE_BINNING,
+                                          RMM_RESOURCE_CUDA_ASYNC, RMM_RESOURCE_CUDA};
+  /* The kinds set current in turn: those of --kinds among them. */
+  rmm_resource_kind cycle[sizeof all / sizeof all[0]];
+  int ncycle = 0;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    for (int k = 0; k < NKINDS; k++) {
+      if (kinds[k].kind == all[i] && opt.kinds[k]) cycle[ncycle++] = all[i];
+    }
+  }
+  if (ncycle == 0) {
+    printf("skip  %s: --kinds names none of pool, arena, binning, cuda_async, cuda\n", name);
+    return;
+  }
   int rounds = opt.rounds > 0 ? opt.rounds : 200;
   int nt = opt.threads;
   size_t start = device_free();
@@ -966,7 +979,7 @@ static void scenario_current(void) {
   int done = 0, device = 0;
   rmm_get_device(&device);
   while (another_round(done, rounds, t0)) {
-    rmm_resource_kind kind = cycle[done % (int)(sizeof cycle / sizeof cycle[0])];
+    rmm_resource_kind kind = cycle[done % ncycle];
     rmm_resource_t cuda = NULL, mr = NULL, prev = NULL;
     rmm_resource_options o;
     rmm_resource_options_init(&o);
