@@ -700,6 +700,13 @@ static bool tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* ca
   return true;
 }
 
+/* For tests: how long a thread's exit waits once its cache left the list,
+ * holding the depot's lock (a slow exit, for the tests of what others read
+ * meanwhile). */
+static _Atomic int64_t tc_test_exit_delay_ns;
+
+void rmmgo_tc_test_exit_delay(int64_t ns) { atomic_store(&tc_test_exit_delay_ns, ns); }
+
 /* The key's destructor: runs as the thread exits, must not enter Go. Its
  * pairs that hold blocks go to the depot, with their quota; the others let
  * go of their handles. */
@@ -715,9 +722,28 @@ static void tc_thread_exit(void* arg) {
   if (c->next != NULL) {
     c->next->prev = c->prev;
   }
+  /* Its pairs' rounding stays counted for their handles, by the handles,
+   * moved while c leaves the list: rmmgo_tc_holding, which reads round_gone
+   * and walks the list under tc_list_mu, sees it in one place or the other,
+   * never in neither. */
+  for (int i = 0; i < TC_PAIRS; i++) {
+    tc_pair* p = c->pairs[i];
+    if (p != NULL && p->round != 0) {
+      tc_mslot* ms = tc_account(p->handle);
+      if (ms != NULL) {
+        atomic_fetch_add_explicit(&ms->round_gone, p->round, memory_order_relaxed);
+      }
+      p->round = 0;
+    }
+  }
   /* Nobody else can reach c now: collects walk tc_list under tc_list_mu. */
   pthread_mutex_lock(&tc_depot_mu);
   pthread_mutex_unlock(&tc_list_mu);
+  int64_t delay = atomic_load_explicit(&tc_test_exit_delay_ns, memory_order_relaxed);
+  if (delay > 0) {
+    struct timespec ts = {delay / 1000000000, delay % 1000000000};
+    nanosleep(&ts, NULL);
+  }
   int64_t now = tc_now_ns();
   for (int i = 0; i < TC_PAIRS; i++) {
     tc_pair* p = c->pairs[i];
@@ -725,12 +751,6 @@ static void tc_thread_exit(void* arg) {
       continue;
     }
     c->pairs[i] = NULL;
-    /* Its rounding stays counted for the handle, by the handle. */
-    tc_mslot* ms = tc_account(p->handle);
-    if (ms != NULL && p->round != 0) {
-      atomic_fetch_add_explicit(&ms->round_gone, p->round, memory_order_relaxed);
-    }
-    p->round = 0;
     if (p->blocks > 0) {
       if (tc_ndepot == tc_depot_cap) {
         size_t nc = tc_depot_cap == 0 ? 64 : tc_depot_cap * 2;
@@ -916,11 +936,13 @@ rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int 
 
 size_t rmmgo_tc_holding(uint64_t handle) {
   int64_t total = 0;
+  pthread_mutex_lock(&tc_list_mu);
+  /* Read under tc_list_mu: an exiting thread moves its pairs' rounding
+   * here as its cache leaves the list, under the same lock. */
   tc_mslot* ms = tc_account(handle);
   if (ms != NULL) {
     total += atomic_load_explicit(&ms->round_gone, memory_order_relaxed);
   }
-  pthread_mutex_lock(&tc_list_mu);
   for (tc_cache* c = tc_list; c != NULL; c = c->next) {
     tc_lock(&c->lock);
     for (int i = 0; i < TC_PAIRS; i++) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
@@ -277,6 +278,10 @@ func tcFlushStream(s core.Stream) {
 // tcExitMine hands the calling thread's cache to the depot, as the thread's
 // exit would (for tests; the goroutine must be locked to its thread).
 func tcExitMine() { C.rmmgo_tc_exit_mine() }
+
+// tcTestExitDelay makes threads' exits wait d once their cache left the
+// list (for tests; 0: none).
+func tcTestExitDelay(d time.Duration) { C.rmmgo_tc_test_exit_delay(C.int64_t(d.Nanoseconds())) }
 
 // tcCounts reports what the table and caches hold (for tests).
 func tcCounts() (live, cached, depot, caches int) {

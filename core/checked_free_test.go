@@ -393,3 +393,30 @@ func TestAlignedRefusedFree(t *testing.T) {
 	requireIs(t, al.DeallocateSync(p, 20000, DefaultAlignment), ErrInvalidArgument)
 	require.NoError(t, al.DeallocateSync(p, 10000, DefaultAlignment))
 }
+
+// TestBaseAllocationsCountsWhatIsLive: BaseAllocations goes up by what base
+// resources hand out, and back when it is freed, also through a
+// sub-allocator over them once it is closed.
+func TestBaseAllocationsCountsWhatIsLive(t *testing.T) {
+	n0, b0 := BaseAllocations()
+	c, err := NewCuda()
+	require.NoError(t, err)
+	p, err := c.Allocate(DefaultStream, 1000, DefaultAlignment)
+	require.NoError(t, err)
+	n, b := BaseAllocations()
+	assert.Equal(t, n0+1, n)
+	assert.Equal(t, b0+1000, b)
+	pool, err := NewPool(c, PoolOptions{InitialSize: 1 << 20})
+	require.NoError(t, err)
+	q, err := pool.Allocate(DefaultStream, 256, DefaultAlignment)
+	require.NoError(t, err)
+	n, b = BaseAllocations()
+	assert.Equal(t, n0+2, n, "the pool's chunk")
+	assert.Equal(t, b0+1000+1<<20, b)
+	require.NoError(t, pool.Deallocate(DefaultStream, q, 256, DefaultAlignment))
+	require.NoError(t, pool.Close())
+	require.NoError(t, c.Deallocate(DefaultStream, p, 1000, DefaultAlignment))
+	n, b = BaseAllocations()
+	assert.Equal(t, n0, n)
+	assert.Equal(t, b0, b)
+}

@@ -196,9 +196,10 @@ func (c *CudaAsync) Equal(other Resource) bool {
 // Kind returns "cuda_async".
 func (c *CudaAsync) Kind() string { return kindCudaAsync }
 
-// Close waits for the calls in flight on c, gives back the blocks c handed
-// out that are still outstanding (after synchronizing the device: queued
-// work may still use them), and destroys the pool. Calls racing Close
+// Close waits for the calls in flight on c, synchronizes the device (queued
+// work may still use the blocks, and queued frees must have run), gives
+// back the blocks c handed out that are still outstanding, and destroys the
+// pool. Calls racing Close
 // finish, or fail with ErrClosed; later calls fail with ErrClosed. Blocks
 // views of the pool handed out stay valid until the views free them (CUDA
 // keeps a destroyed pool's memory until then). Closing again does nothing.

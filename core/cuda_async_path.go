@@ -197,10 +197,11 @@ func (c *poolCore) deallocateSlow(stream Stream, ptr, bytes uintptr) error {
 }
 
 // close destroys an owner's pool once: it lets no new call in and waits for
-// those in flight (both paths), then frees the blocks the resource handed
-// out that nobody freed (after a device synchronization, as a
-// sub-allocator's Close does: work queued on them may still run), then
-// destroys the pool and gives the C state back.
+// those in flight (both paths), synchronizes the device (work queued on the
+// blocks still out may still run, and frees queued on any stream must have
+// run), frees the blocks the resource handed out that nobody freed and
+// waits for those frees, then destroys the pool (which the driver then
+// releases at once) and gives the C state back.
 func (c *poolCore) close() error {
 	if !c.calls.Close() {
 		return nil
@@ -216,14 +217,26 @@ func (c *poolCore) close() error {
 	if !complete {
 		errs = append(errs, fmt.Errorf("%s: %w: no host memory to list the blocks still outstanding: some were not given back", c.kind, ErrOutOfMemory))
 	}
+	// Synchronize the device first, whatever is outstanding: work queued on
+	// the blocks still live may use them, and the frees callers queued on
+	// any stream must have run (and the driver must know they ran) before
+	// the pool goes. Destroyed with frees pending, a pool is only marked for
+	// destruction and released later by the driver; on an H100, pools so
+	// released under threads that went on allocating from a new pool
+	// crashed cudaMallocFromPoolAsync (the stress program's current
+	// scenario). A pool destroyed after the synchronization is released at
+	// once.
+	if err := c.rt.DeviceSynchronize(); err != nil {
+		errs = append(errs, cudaError(c.kind+": synchronizing before destroying the memory pool", err))
+	}
 	if len(live) > 0 {
-		if err := c.rt.DeviceSynchronize(); err != nil {
-			errs = append(errs, cudaError(c.kind+": synchronizing before freeing the blocks still outstanding", err))
-		}
 		for _, p := range live {
 			if err := c.rt.FreeAsync(p, DefaultStream); err != nil {
 				errs = append(errs, freeError(c.kind, p, err))
 			}
+		}
+		if err := c.rt.StreamSynchronize(DefaultStream); err != nil {
+			errs = append(errs, cudaError(c.kind+": synchronizing after freeing the blocks still outstanding", err))
 		}
 	}
 	if err := c.rt.MemPoolDestroy(pool); err != nil {

@@ -2,8 +2,11 @@ package core
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -173,4 +176,58 @@ func TestCudaAsyncStreamOrderedReuse(t *testing.T) {
 	used, err := r.MemPoolGetAttribute(c.PoolHandle(), cudart.MemPoolAttrUsedMemCurrent)
 	require.NoError(t, err)
 	assert.Zero(t, used)
+}
+
+// TestCudaAsyncCloseNeverDefersTheDestroy: whatever was freed on which
+// stream just before, and with blocks still outstanding, Close leaves the
+// driver nothing to defer: the frees have run, and the host knows they ran,
+// when the pool is destroyed. (A deferred destruction is legal CUDA, but an
+// H100 crashed inside cudaMallocFromPoolAsync of a later pool after them,
+// with threads allocating from each pool in turn; the simulated device
+// counts them.)
+func TestCudaAsyncCloseNeverDefersTheDestroy(t *testing.T) {
+	r := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 1 << 30})
+	s, err := r.StreamCreate(cudart.StreamFlagNonBlocking)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, r.StreamDestroy(s)) }()
+	type closer interface {
+		Resource
+		io.Closer
+	}
+	makers := map[string]func() (closer, error){
+		"cuda_async":         func() (closer, error) { return newCudaAsync(r, CudaAsyncOptions{}) },
+		"cuda_async_managed": func() (closer, error) { return newCudaAsyncManaged(r) },
+	}
+	for name, mk := range makers {
+		for _, keep := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%s/%d outstanding", name, keep), func(t *testing.T) {
+				c, err := mk()
+				require.NoError(t, err)
+				before := r.DeferredPoolDestroys()
+				var ptrs []uintptr
+				for i := 0; i < 6; i++ {
+					p, err := c.Allocate(DefaultStream, 4096, 256)
+					require.NoError(t, err)
+					ptrs = append(ptrs, p)
+				}
+				// Frees queued on the legacy default stream (idle: they run
+				// at once, but no synchronization tells the host so) and on
+				// a created stream held back, as a busy GPU would.
+				require.NoError(t, r.PauseStream(s))
+				for i, p := range ptrs[keep:] {
+					stream := DefaultStream
+					if i%2 == 1 {
+						stream = Stream(s)
+					}
+					require.NoError(t, c.Deallocate(stream, p, 4096, 256))
+				}
+				done := make(chan error, 1)
+				go func() { done <- c.Close() }()
+				time.Sleep(5 * time.Millisecond) // Close waits for the paused stream
+				require.NoError(t, r.ResumeStream(s))
+				require.NoError(t, <-done)
+				assert.Equal(t, before, r.DeferredPoolDestroys(), "the pool was destroyed with frees pending or blocks outstanding")
+			})
+		}
+	}
 }

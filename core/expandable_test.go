@@ -377,6 +377,21 @@ func TestExpandableOutOfMemory(t *testing.T) {
 		require.NoError(t, e.Deallocate(DefaultStream, c, 5*mib, DefaultAlignment))
 		require.NoError(t, e.Close())
 	})
+	t.Run("more than the device has", func(t *testing.T) {
+		// Physical memory comes one granule at a time, so the driver never
+		// sees a request larger than the device (CUDA calls that an invalid
+		// value, not out of memory): within the default maximum (the
+		// device's memory) the maximum refuses it, past a larger maximum
+		// the device runs out.
+		for _, max := range []uintptr{0, 256 * mib} {
+			e := newTestExpandable(t, s, ExpandableOptions{MaximumSize: max})
+			_, err := e.Allocate(DefaultStream, 100*mib, DefaultAlignment)
+			requireIs(t, err, ErrOutOfMemory, "maximum ", max)
+			assert.Zero(t, e.PoolSize(), "maximum %d: nothing stays mapped", max)
+			require.NoError(t, e.Close())
+		}
+		assert.Zero(t, s.UsedBytes(0))
+	})
 	t.Run("device", func(t *testing.T) {
 		e := newTestExpandable(t, s, ExpandableOptions{})
 		hog, err := s.Malloc(40 * mib)

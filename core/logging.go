@@ -70,14 +70,27 @@ type Logging struct {
 
 	mu       sync.Mutex
 	buf      *bufio.Writer
-	err      error                   // first write error, reported by Flush and Close
-	closeE   error                   // Close's result, returned again by later calls
-	inflight map[uintptr]pendingFree // frees whose upstream call runs, by pointer
+	err      error                     // first write error, reported by Flush and Close
+	closeE   error                     // Close's result, returned again by later calls
+	inflight map[uintptr][]pendingFree // frees whose upstream call runs, by pointer, oldest first
+	seq      uint64                    // numbers the pending frees
 }
 
-// pendingFree is a deallocation whose upstream call is in flight: its event,
-// and whether an allocation of the same pointer wrote it already.
+// pendingFree is a deallocation whose upstream call is in flight: its
+// number, its event, and whether an allocation of the same pointer wrote
+// its row already.
+//
+// A free's row is written when its upstream call returns success, unless
+// an allocation handed the same pointer wrote it first: the upstream can
+// hand the pointer out again only after it accepted a free of it, so an
+// allocation that finds frees of its pointer in flight writes the oldest
+// one not yet written before its own row. Several frees of one pointer can
+// be in flight at once: one whose pointer was handed out again and freed
+// again before its call returned, and double frees (which the upstream
+// refuses: their rows are never written, unless an allocation had to
+// guess).
 type pendingFree struct {
+	seq     uint64
 	ev      eventlog.Event
 	written bool
 }
@@ -90,7 +103,7 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 	if err := checkUpstream(kindLogging, upstream); err != nil {
 		return nil, err
 	}
-	l := &Logging{upstream: upstream, autoFlush: opts.AutoFlush, inflight: make(map[uintptr]pendingFree)}
+	l := &Logging{upstream: upstream, autoFlush: opts.AutoFlush, inflight: make(map[uintptr][]pendingFree)}
 	switch {
 	case opts.Writer != nil && opts.FileName != "":
 		return nil, fmt.Errorf("%s: %w: give a file name or a Writer, not both", kindLogging, ErrInvalidArgument)
@@ -229,28 +242,42 @@ func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool)
 	var arr [128]byte
 	row := e.AppendCSV(arr[:0])
 	l.mu.Lock()
-	_, busy := l.inflight[ptr] // another free of ptr in flight: one of them will be refused
-	if !busy {
-		l.inflight[ptr] = pendingFree{ev: e}
-	}
+	l.seq++
+	seq := l.seq
+	l.inflight[ptr] = append(l.inflight[ptr], pendingFree{seq: seq, ev: e})
 	l.mu.Unlock()
 	err := upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	written := false
-	if !busy {
-		written = l.inflight[ptr].written
-		delete(l.inflight, ptr)
-	}
+	written := l.takePending(ptr, seq)
 	if err == nil && !written && !l.closed.Load() {
 		l.write(row)
 	}
 	return err
 }
 
+// takePending removes the pending free seq of ptr and reports whether an
+// allocation wrote its row; l.mu is held.
+func (l *Logging) takePending(ptr uintptr, seq uint64) (written bool) {
+	list := l.inflight[ptr]
+	for i, f := range list {
+		if f.seq == seq {
+			written = f.written
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(l.inflight, ptr)
+	} else {
+		l.inflight[ptr] = list
+	}
+	return written
+}
+
 // log formats a row on the stack and appends it to the buffer under the
 // lock. An allocation handed a pointer whose free is still in flight
-// writes that free's row first.
+// writes that free's row first (the oldest such free not yet written).
 func (l *Logging) log(a eventlog.Action, ptr, bytes uintptr, s Stream) {
 	if l.closed.Load() {
 		return
@@ -264,11 +291,14 @@ func (l *Logging) log(a eventlog.Action, ptr, bytes uintptr, s Stream) {
 		return
 	}
 	if a == eventlog.ActionAllocate && len(l.inflight) > 0 {
-		if f, ok := l.inflight[ptr]; ok && !f.written {
-			var farr [128]byte
-			l.write(f.ev.AppendCSV(farr[:0]))
-			f.written = true
-			l.inflight[ptr] = f
+		list := l.inflight[ptr]
+		for i := range list {
+			if !list[i].written {
+				var farr [128]byte
+				l.write(list[i].ev.AppendCSV(farr[:0]))
+				list[i].written = true
+				break
+			}
 		}
 	}
 	l.write(row)

@@ -268,35 +268,123 @@ func TestLoggingEqual(t *testing.T) {
 }
 
 func TestLoggingConcurrentRowsNeverInterleave(t *testing.T) {
-	up := newFake()
-	var buf syncBuffer
-	l, err := NewLogging(up, LoggingOptions{Writer: &buf})
+	// More Ps than this machine has cores: goroutines are preempted between
+	// the upstream call and the row, as they are on a 16-core GPU host.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	for round := 0; round < 4; round++ {
+		up := newFake()
+		var buf syncBuffer
+		l, err := NewLogging(up, LoggingOptions{Writer: &buf})
+		require.NoError(t, err)
+		// Few sizes: freed blocks come back at once, to other goroutines.
+		n := hammer(t, l, hammerOptions{sync: true, streams: []Stream{0, 1, 0x7f00deadbeef}, sizes: []uintptr{256, 4096}})
+		require.NoError(t, l.Close())
+		allocs, frees := checkLogOrder(t, buf.String())
+		assert.Equal(t, n, allocs)
+		assert.Equal(t, allocs, frees)
+	}
+}
+
+// checkLogOrder reads a log and checks that it is one history: no pointer
+// allocated twice without a free between, no free of a pointer not
+// allocated, sizes that match, nothing live at the end. It returns the
+// number of allocate and free rows.
+func checkLogOrder(t *testing.T, log string) (allocs, frees int64) {
+	t.Helper()
+	events, err := eventlog.Read(strings.NewReader(log))
 	require.NoError(t, err)
-	n := hammer(t, l, hammerOptions{sync: true, streams: []Stream{0, 1, 0x7f00deadbeef}})
-	require.NoError(t, l.Close())
-	events, err := eventlog.Read(strings.NewReader(buf.String()))
-	require.NoError(t, err)
-	logLines(t, buf.String())
-	var allocs, frees int64
 	live := map[uintptr]uintptr{}
 	for i, e := range events {
 		switch e.Action {
 		case eventlog.ActionAllocate:
 			allocs++
 			_, dup := live[e.Pointer]
-			require.False(t, dup, "row %d: %#x allocated twice without a free between", i, e.Pointer)
+			require.False(t, dup, "row %d: %#x allocated twice without a free between\n%s", i, e.Pointer, log)
 			live[e.Pointer] = e.Size
 		case eventlog.ActionFree:
 			frees++
 			size, ok := live[e.Pointer]
-			require.True(t, ok, "row %d: free of %#x before its allocate", i, e.Pointer)
+			require.True(t, ok, "row %d: free of %#x before its allocate\n%s", i, e.Pointer, log)
 			require.Equal(t, size, e.Size)
 			delete(live, e.Pointer)
 		}
 	}
-	assert.Equal(t, n, allocs)
-	assert.Equal(t, allocs, frees)
 	assert.Empty(t, live)
+	return allocs, frees
+}
+
+// gatedFree is an upstream whose frees, once accepted, wait for the test
+// (hold returns the channel to wait on for ptr's next free, nil: none).
+type gatedFree struct {
+	*fakeResource
+	accepted chan uintptr
+	hold     func() chan struct{}
+}
+
+func (g *gatedFree) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
+	wait := g.hold()
+	err := g.fakeResource.Deallocate(s, ptr, bytes, alignment)
+	if wait != nil {
+		g.accepted <- ptr
+		<-wait
+	}
+	return err
+}
+
+// TestLoggingFreeRowBeforeReuse: frees of one pointer whose upstream calls
+// have returned memory that other goroutines allocate again, before those
+// frees' own calls return: each free's row comes before the allocation
+// that reused its address, however the calls finish. (Two frees of the same
+// pointer in flight at once, the second after the pointer was handed out
+// again, once let the later allocation's row come before the second free's
+// row.)
+func TestLoggingFreeRowBeforeReuse(t *testing.T) {
+	var mu sync.Mutex
+	var gates []chan struct{}
+	g := &gatedFree{fakeResource: newFake(), accepted: make(chan uintptr)}
+	g.hold = func() chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(gates) == 0 {
+			return nil
+		}
+		c := gates[0]
+		gates = gates[1:]
+		return c
+	}
+	var buf syncBuffer
+	l, err := NewLogging(g, LoggingOptions{Writer: &buf})
+	require.NoError(t, err)
+	a, b := make(chan struct{}), make(chan struct{})
+	gates = []chan struct{}{a, b}
+
+	x, err := l.Allocate(DefaultStream, 256, DefaultAlignment)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	free := func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, l.Deallocate(DefaultStream, x, 256, DefaultAlignment))
+		}()
+		require.Equal(t, x, <-g.accepted) // the upstream took it; the call has not returned
+	}
+	free()
+	y, err := l.Allocate(DefaultStream, 256, DefaultAlignment)
+	require.NoError(t, err)
+	require.Equal(t, x, y, "the upstream hands the freed block out again")
+	free()
+	z, err := l.Allocate(DefaultStream, 256, DefaultAlignment)
+	require.NoError(t, err)
+	require.Equal(t, x, z)
+	close(b) // the second free returns first
+	close(a)
+	wg.Wait()
+	require.NoError(t, l.Deallocate(DefaultStream, z, 256, DefaultAlignment))
+	require.NoError(t, l.Close())
+	allocs, frees := checkLogOrder(t, buf.String())
+	assert.Equal(t, int64(3), allocs)
+	assert.Equal(t, int64(3), frees)
 }
 
 func BenchmarkLogging(b *testing.B) {

@@ -42,6 +42,15 @@ STRESS_CHURN_ARGS ?= --scenarios churn --churn-threads 16 --rounds 20
 # steps alone are a sixth of it (the full run in the stress section
 # measures churn).
 STRESS_SANITIZER_ARGS ?= $(STRESS_SHORT_ARGS) --scenarios all,-churn
+# The GPU bundle's full run (scripts/gpu-run.sh's stress section, each part
+# in its own process): every scenario's default rounds, but no part other
+# than churn starts a round after 30 s (churn keeps its 200 rounds of 16
+# threads and 50 of 64, the workload its pool bound is measured on: 53 s on
+# an H100), and a part still running after 150 s is killed as hung and
+# fails alone. About 3 minutes on a 16-core H100 (churn 53 s, release 10 s,
+# current, streams and exits 30 s at most each); the first full run, with no
+# bound, did not end within 560 s.
+STRESS_BUNDLE_ARGS ?= --duration 30 --part-timeout 150
 
 .PHONY: stress test-stress stress-bundle-files
 
@@ -68,3 +77,4 @@ stress-bundle-files:
 	@test -n "$(STRESS_BUNDLE)" || { echo "set STRESS_BUNDLE=dir"; exit 1; }
 	@echo '$(STRESS_KNOWN_BUGS)' > $(STRESS_BUNDLE)/known-bugs
 	@echo '$(STRESS_SANITIZER_ARGS)' > $(STRESS_BUNDLE)/sanitizer-args
+	@echo '$(STRESS_BUNDLE_ARGS)' > $(STRESS_BUNDLE)/args

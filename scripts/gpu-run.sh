@@ -90,10 +90,12 @@ sec_replay() {
     "$HERE/bin/rmmgo-replay" -f "$f" -r "$r" -plot "$REPORT/replay-$r.png" || return 1
   done
 }
-# The stress program at full size, each part in its own process; the bugs
-# listed in stress/known-bugs are reported without failing (mk/stress.mk).
+# The stress program at full size, each part in its own process, within the
+# budget of stress/args (STRESS_BUNDLE_ARGS in mk/stress.mk; STRESS_ARGS adds
+# to it); the bugs listed in stress/known-bugs are reported without failing.
 sec_stress() {
-  ( cd "$REPORT" && "$HERE/stress/rmmgo_stress" --isolate --known-bugs="$(cat "$HERE/stress/known-bugs")" ${STRESS_ARGS:-} )
+  ( cd "$REPORT" && "$HERE/stress/rmmgo_stress" --isolate --known-bugs="$(cat "$HERE/stress/known-bugs")" \
+      $(cat "$HERE/stress/args" 2>/dev/null) ${STRESS_ARGS:-} )
 }
 # compute-sanitizer memcheck (leak check on, CUDA API errors not counted: the
 # tests make them on purpose) over the C tests and a short stress run.

@@ -408,11 +408,20 @@ func TestConformanceVirtualMemory(t *testing.T) {
 		}(), cudart.Success)
 
 		// Sizes not a multiple of the granularity, and unaligned maps, are
-		// refused; so is physical memory beyond the device.
+		// refused; so is physical memory beyond the device (an invalid
+		// value, as an H100 with CUDA 13.0 answers), and memory that fits
+		// the device but not what is free now (out of memory).
 		_, err = vm.MemCreate(g/2, prop)
 		requireCode(t, err, cudart.ErrorInvalidValue, "cuMemCreate of half a granule")
 		_, err = vm.MemCreate(uintptr(total)+g, prop)
-		requireCode(t, err, cudart.ErrorMemoryAllocation, "cuMemCreate beyond the device")
+		requireCode(t, err, cudart.ErrorInvalidValue, "cuMemCreate of more than the device has")
+		if whole := uintptr(total) / g * g; uint64(whole) > freeNow {
+			h, err := vm.MemCreate(whole, prop)
+			if err == nil {
+				require.NoError(t, vm.MemRelease(h))
+			}
+			probe(t, r, "cuMemCreate of the whole device with memory in use", err, cudart.ErrorMemoryAllocation)
+		}
 		requireCode(t, vm.MemMap(base+g/2, g, 0, h1), cudart.ErrorInvalidValue, "cuMemMap at half a granule")
 
 		// Two mappings side by side, made accessible at once.

@@ -20,6 +20,6 @@
 // package run against the simulator and, with RMMGO_BACKEND=cuda on a GPU
 // machine, against the real runtime, so that the model is checked against
 // CUDA itself. Beyond cudart.Runtime, *Runtime has controls for tests:
-// pausing streams, injecting allocation failures, and reading what the
-// device holds.
+// pausing streams, injecting allocation failures, reading what the device
+// holds, and counting the pool destructions CUDA would defer.
 package sim

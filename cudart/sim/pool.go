@@ -45,6 +45,7 @@ type simPool struct {
 	reservedHigh   uint64
 	usedHigh       uint64
 	live           int
+	unsynced       int // stream-ordered frees no host synchronization covered yet
 
 	arena  *simArena             // regions: the chunks
 	chunks map[uintptr]*simBlock // chunk start -> the chunk's block in its range
@@ -197,6 +198,43 @@ func (s *Runtime) trimTo(p *simPool, keep uint64) {
 	}
 }
 
+// unsyncedFree notes a stream-ordered free of a block of p queued on q:
+// until the host synchronizes with q, CUDA does not know it ran. s.mu held.
+func (s *Runtime) unsyncedFree(q *simStream, p *simPool) {
+	if q.poolFrees == nil {
+		q.poolFrees = make(map[*simPool]int)
+	}
+	q.poolFrees[p]++
+	p.unsynced++
+	s.unsyncedFrees[q] = struct{}{}
+}
+
+// synced notes that the host synchronized with q (StreamSynchronize, or
+// DeviceSynchronize of q's device): the pool frees queued on q before are
+// known to have run. s.mu held.
+func (s *Runtime) synced(q *simStream) {
+	for p, n := range q.poolFrees {
+		p.unsynced -= n
+	}
+	q.poolFrees = nil
+	delete(s.unsyncedFrees, q)
+}
+
+// DeferredPoolDestroys reports how many memory pools were destroyed while
+// allocations from them were outstanding, or while stream-ordered frees of
+// their blocks were queued that no host synchronization had covered (a
+// free on an idle stream included: the host learns that it ran only when it
+// synchronizes). CUDA's cudaMemPoolDestroy returns at once in both cases and
+// releases the pool later, when the driver sees the last allocation go;
+// rmmgo's own resources synchronize before they destroy a pool, so that the
+// driver never defers (an H100 crashed inside cudaMallocFromPoolAsync of a
+// later pool after deferred destructions). Test control; not part of CUDA.
+func (s *Runtime) DeferredPoolDestroys() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deferredDestroys
+}
+
 // trimPools applies every pool's release threshold, as CUDA does at
 // synchronization. Its cost is in the number of pools.
 func (s *Runtime) trimPools() {
@@ -287,6 +325,7 @@ func (s *Runtime) FreeAsync(ptr uintptr, st cudart.Stream) error {
 	}
 	b.pendingFree = true
 	if b.pool != nil {
+		s.unsyncedFree(q, b.pool)
 		s.enqueue(q, simOp{run: func() { s.poolFree(b) }})
 		return nil
 	}
@@ -376,6 +415,9 @@ func (s *Runtime) MemPoolDestroy(pool cudart.MemPool) error {
 	}
 	if p.isDefault {
 		return simErr(fn, cudart.ErrorInvalidValue, "device %d's default memory pool cannot be destroyed", p.dev)
+	}
+	if p.live > 0 || p.unsynced > 0 {
+		s.deferredDestroys++
 	}
 	delete(s.pools, pool)
 	p.destroyed = true

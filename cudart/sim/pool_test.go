@@ -517,3 +517,60 @@ func TestSimHintsOnPageableMemory(t *testing.T) {
 	require.NoError(t, s2.MemPrefetchAsync(m, 100, cudart.HostLocation(), cudart.DefaultStream))
 	require.NoError(t, s2.Free(m))
 }
+
+// TestSimDeferredPoolDestroys: a pool destroyed with allocations out, or
+// with stream-ordered frees no host synchronization covered (even on an
+// idle stream, where they already ran), is one CUDA releases later; the
+// simulator counts those. Synchronizing the stream or the device first
+// leaves nothing to defer.
+func TestSimDeferredPoolDestroys(t *testing.T) {
+	s := newTestSim(t, Config{Devices: 1, MemoryPerDevice: 64 * mib})
+	st, err := s.StreamCreate(cudart.StreamFlagNonBlocking)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.StreamDestroy(st)) }()
+	tests := []struct {
+		name   string
+		before func(p uintptr) // what happens to the one allocation
+		defers bool
+	}{
+		{"outstanding", func(uintptr) {}, true},
+		{"freed on the idle default stream", func(p uintptr) { require.NoError(t, s.FreeAsync(p, cudart.DefaultStream)) }, true},
+		{"freed, stream synchronized", func(p uintptr) {
+			require.NoError(t, s.FreeAsync(p, st))
+			require.NoError(t, s.StreamSynchronize(st))
+		}, false},
+		{"freed, another stream synchronized", func(p uintptr) {
+			require.NoError(t, s.FreeAsync(p, st))
+			require.NoError(t, s.StreamSynchronize(cudart.DefaultStream))
+		}, true},
+		{"freed, device synchronized", func(p uintptr) {
+			require.NoError(t, s.FreeAsync(p, st))
+			require.NoError(t, s.DeviceSynchronize())
+		}, false},
+		{"freed with cudaFree", func(p uintptr) { require.NoError(t, s.Free(p)) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool, err := s.MemPoolCreate(cudart.MemPoolProps{AllocType: cudart.MemAllocationTypePinned, Location: cudart.DeviceLocation(0)})
+			require.NoError(t, err)
+			p, err := s.MallocFromPoolAsync(4096, pool, cudart.DefaultStream)
+			require.NoError(t, err)
+			n := s.DeferredPoolDestroys()
+			tt.before(p)
+			require.NoError(t, s.MemPoolDestroy(pool))
+			want := n
+			if tt.defers {
+				want++
+			}
+			assert.Equal(t, want, s.DeferredPoolDestroys())
+			if !tt.defers {
+				return
+			}
+			// Let the outstanding block go, so that the pool is released.
+			if tt.name == "outstanding" {
+				require.NoError(t, s.FreeAsync(p, cudart.DefaultStream))
+			}
+			require.NoError(t, s.DeviceSynchronize())
+		})
+	}
+}

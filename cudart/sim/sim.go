@@ -117,6 +117,11 @@ type Runtime struct {
 	events   map[cudart.Event]*simEvent
 	pools    map[cudart.MemPool]*simPool // pools with a live handle
 	allPools map[*simPool]struct{}       // those plus destroyed pools with allocations left
+	// Streams with stream-ordered pool frees that no host synchronization
+	// covered yet, and the pools destroyed with such frees or allocations
+	// outstanding (pool.go, DeferredPoolDestroys).
+	unsyncedFrees    map[*simStream]struct{}
+	deferredDestroys int
 
 	handleSeq    [poolHandle + 1]uintptr // handles made, per kind (handles.go)
 	nextStreamID uint64
@@ -160,6 +165,8 @@ func New(cfg Config) *Runtime {
 		events:   make(map[cudart.Event]*simEvent),
 		pools:    make(map[cudart.MemPool]*simPool),
 		allPools: make(map[*simPool]struct{}),
+
+		unsyncedFrees: make(map[*simStream]struct{}),
 	}
 	s.cond.L = &s.mu
 	if cfg.Devices == 0 {

@@ -21,6 +21,9 @@ type simStream struct {
 	paused    bool
 	destroyed bool // handle gone; kept until its queue drains
 	queue     []simOp
+	// poolFrees counts, per pool, the frees queued on the stream by
+	// FreeAsync that no host synchronization with the stream covered yet.
+	poolFrees map[*simPool]int
 }
 
 // simOp is one queued operation: run it, or (wait != nil) wait for an event
@@ -208,7 +211,11 @@ func (s *Runtime) StreamSynchronize(st cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	return s.waitUntil(fn, func() bool { return len(q.queue) == 0 })
+	if err := s.waitUntil(fn, func() bool { return len(q.queue) == 0 }); err != nil {
+		return err
+	}
+	s.synced(q)
+	return nil
 }
 
 // StreamQuery returns nil when st has nothing queued, and an *Error with
@@ -371,7 +378,7 @@ func (s *Runtime) DeviceSynchronize() error {
 	}
 	defer s.mu.Unlock()
 	dev := s.curDev(tok).id
-	return s.waitUntil(fn, func() bool {
+	err := s.waitUntil(fn, func() bool {
 		for q := range s.busy {
 			if q.dev == dev {
 				return false
@@ -379,6 +386,15 @@ func (s *Runtime) DeviceSynchronize() error {
 		}
 		return true
 	})
+	if err != nil {
+		return err
+	}
+	for q := range s.unsyncedFrees {
+		if q.dev == dev {
+			s.synced(q)
+		}
+	}
+	return nil
 }
 
 // PauseStream holds back the work on st: operations queued on it from now on

@@ -28,7 +28,10 @@ import (
 //   - Physical memory (MemCreate) counts against its device's capacity as
 //     cudaMalloc does (MemGetInfo, UsedBytes) and counts as one live
 //     allocation (LiveAllocations); InjectAllocFailures makes MemCreate fail
-//     too. It goes back when it is released and unmapped everywhere.
+//     too. More than the device's capacity is CUDA_ERROR_INVALID_VALUE, as
+//     on an H100; what fits the capacity but not the free memory,
+//     CUDA_ERROR_OUT_OF_MEMORY. It goes back when it is released and
+//     unmapped everywhere.
 //   - Mapped memory is the host memory at its address: its bytes belong to
 //     the address, not to the physical memory. So the same memory mapped at
 //     two addresses does not alias, and memory unmapped and mapped elsewhere
@@ -289,6 +292,11 @@ func (s *Runtime) MemCreate(size uintptr, prop cudart.MemAllocationProp) (cudart
 		return 0, vmmErr(fn, cudart.ErrorMemoryAllocation, "injected failure (InjectAllocFailures) for %d bytes", size)
 	}
 	d := s.devs[prop.Location.ID]
+	if uint64(size) > d.capacity {
+		// CUDA 13.0 (H100): more than the device has at all is an invalid
+		// value; out of memory is for what fits the device but not now.
+		return 0, vmmErr(fn, cudart.ErrorInvalidValue, "%d bytes is more than simulated device %d's %d bytes", size, d.id, d.capacity)
+	}
 	if free := d.capacity - d.used; uint64(size) > free {
 		return 0, vmmErr(fn, cudart.ErrorMemoryAllocation, "simulated device %d has %d of %d bytes free, %d requested", d.id, free, d.capacity, size)
 	}

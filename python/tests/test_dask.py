@@ -298,6 +298,83 @@ def test_visible_devices():
 # ------------------------------------------------------------ the shared cluster
 
 
+# ------------------------------------------------------------ distributed's NVML diagnostics
+
+# A pynvml whose device names are str, as pynvml 11.5 and nvidia-ml-py 11.515 on return them
+# (the GPU machine's): distributed releases before February 2023 call .decode() on them.
+FAKE_PYNVML = """
+class NVMLError(Exception): pass
+class NVMLError_NotSupported(NVMLError): pass
+class NVMLError_LibraryNotFound(NVMLError): pass
+class NVMLError_DriverNotLoaded(NVMLError): pass
+class NVMLError_Unknown(NVMLError): pass
+NVML_DEVICE_MIG_DISABLE = 0
+NAME = "NVIDIA H100 80GB HBM3"
+class _Info: total, used, gpu = 80 << 30, 1 << 30, 0
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetCount(): return 1
+def nvmlDeviceGetHandleByIndex(i): return i
+def nvmlDeviceGetName(h): return NAME
+def nvmlSystemGetDriverVersion(): return "580.159.04"
+def nvmlDeviceGetMemoryInfo(h): return _Info()
+def nvmlDeviceGetUtilizationRates(h): return _Info()
+def nvmlDeviceGetMigMode(h): raise NVMLError_NotSupported()
+def nvmlDeviceGetComputeRunningProcesses(h): return []
+"""
+
+
+def _distributed_decodes_names():
+    import inspect
+
+    from distributed.diagnostics import nvml
+
+    return hasattr(nvml, "_get_name") and ".decode()" in inspect.getsource(nvml._get_name)
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H100 80GB HBM3", b"NVIDIA H100 80GB HBM3"])
+def test_broken_nvml_diagnostics_are_detected(monkeypatch, name):
+    import types
+
+    from distributed.diagnostics import nvml
+
+    from rmmgo.dask import _nvml
+
+    fake = types.ModuleType("pynvml")
+    exec(FAKE_PYNVML, fake.__dict__)
+    fake.NAME = name
+    monkeypatch.setattr(nvml, "pynvml", fake)
+    assert _nvml.distributed_nvml_broken() == (isinstance(name, str) and _distributed_decodes_names())
+    monkeypatch.setattr(nvml, "pynvml", None)
+    assert not _nvml.distributed_nvml_broken(), "no pynvml: distributed turns its diagnostics off itself"
+
+
+@pytest.mark.parametrize("rmmgo_first", [True, False])
+def test_clusters_start_where_distributed_nvml_is_broken(tmp_path, rmmgo_first):
+    """A scheduler starts in a process with a pynvml that breaks distributed's NVML diagnostics
+    once rmmgo.dask is imported (the GPU machine: 'str' object has no attribute 'decode');
+    without rmmgo.dask, distributed itself fails there (the check that the fake is faithful)."""
+    if not rmmgo_first and not _distributed_decodes_names():
+        pytest.skip("this distributed reads str device names")
+    (tmp_path / "pynvml.py").write_text(FAKE_PYNVML)
+    script = (
+        "import dask.config, distributed\n"
+        + ("import rmmgo.dask\n" if rmmgo_first else "")
+        + "print('nvml diagnostics:', dask.config.get('distributed.diagnostics.nvml'))\n"
+        "with distributed.LocalCluster(n_workers=0, dashboard_address=':0') as c:\n"
+        "    print('scheduler', c.scheduler_address)\n"
+    )
+    env = _env()
+    env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=DEADLINE)
+    if rmmgo_first:
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "nvml diagnostics: False" in out.stdout and "scheduler tcp://" in out.stdout, out.stdout
+    else:
+        assert out.returncode != 0 and "has no attribute 'decode'" in out.stderr, out.stdout + out.stderr
+
+
 @pytest.fixture(scope="module")
 def cluster():
     with LocalGPUCluster(initial_pool_size=POOL, statistics=True, dashboard_address=DASHBOARD) as c:

@@ -23,8 +23,8 @@
  *            Default 50 rounds per kind.
  *   current  threads allocate from the current device resource while the
  *            main thread sets and resets it (pool, arena, binning,
- *            cuda_async, cuda in turn; through both the current-device and
- *            the per-device calls).
+ *            cuda_async, cuda in turn, or those of them --kinds names;
+ *            through both the current-device and the per-device calls).
  *   streams  threads make streams, allocate and free on them from one
  *            shared resource (pool, arena, binning, fixed_size, cuda_async
  *            in turn) and destroy them with frees still queued, while the
@@ -57,7 +57,10 @@
  *
  * --isolate runs each scenario (each kind, for release) in a process of its
  * own, so that a crash fails that part and the others still run: on a GPU,
- * CUDA may crash on a pool or stream a racing close destroyed.
+ * CUDA may crash on a pool or stream a racing close destroyed. --duration
+ * (every scenario but churn) and --churn-duration bound the rounds a part
+ * starts, --part-timeout kills a part that hangs (the GPU bundle's budget is
+ * STRESS_BUNDLE_ARGS in mk/stress.mk).
  *
  * Device memory: rmm_mem_get_info's free bytes after rmm_device_synchronize,
  * taken at the start of each scenario (after a warm-up that uses every call
@@ -152,7 +155,9 @@ static const kind_spec kinds[] = {
 static struct {
   bool scenarios[SC_COUNT];
   bool kinds[NKINDS];
-  double duration; /* seconds per scenario (per part); 0: no limit */
+  double duration;       /* seconds per scenario part but churn; 0: no limit */
+  double churn_duration; /* seconds per churn part; 0: no limit */
+  int part_timeout;      /* seconds a scenario part may run before it is killed; 0: no limit */
   int rounds;      /* 0: each scenario's default */
   int threads;
   int churn_threads[8];
@@ -176,8 +181,14 @@ static void usage(FILE* f) {
           "usage: rmmgo_stress [options]\n"
           "  --scenarios LIST       churn,release,current,streams,exits (default: all; \"all,-churn\":\n"
           "                         all but churn)\n"
-          "  --duration SECONDS     stop starting rounds after this long, per scenario part\n"
-          "                         (default 0: no limit; every scenario runs at least one round)\n"
+          "  --duration SECONDS     stop starting rounds after this long, per scenario part, in\n"
+          "                         every scenario but churn (default 0: no limit; every part runs\n"
+          "                         at least one round)\n"
+          "  --churn-duration SECONDS  the same for churn (default 0: no limit; its default rounds\n"
+          "                         are the workload its pool bound is measured on)\n"
+          "  --part-timeout SECONDS kill a scenario part (its process with --isolate, else the\n"
+          "                         program) that runs longer: a hang fails its part rather than\n"
+          "                         the whole run's time (default 0: no limit)\n"
           "  --rounds N             rounds of every scenario (default: churn 3200/threads,\n"
           "                         release 50 per kind, current 200, streams 40, exits 20)\n"
           "  --threads N            worker threads of release, current, streams, exits (default 8)\n"
@@ -187,8 +198,9 @@ static void usage(FILE* f) {
           "  --churn-steps N        allocation steps per churn thread (default 2000)\n"
           "  --churn-pool-max BYTES the churn pool's maximum size (default 1GiB)\n"
           "  --churn-max-ratio X    pool peak size over peak live bytes allowed (default 1.5)\n"
-          "  --kinds LIST           resource kinds of the release scenario (default: all; as\n"
-          "                         --scenarios, \"all,-pool\" leaves one out)\n"
+          "  --kinds LIST           resource kinds of the release scenario, and those of pool,\n"
+          "                         arena, binning, cuda_async, cuda the current scenario sets\n"
+          "                         (default: all; as --scenarios, \"all,-pool\" leaves one out)\n"
           "  --release-block BYTES  block size of the release scenario (default 5MiB)\n"
           "  --tolerance BYTES      device memory a scenario may lose (default 0)\n"
           "  --known-bugs LIST      failures to report without failing: churn-hoard,\n"
@@ -292,6 +304,9 @@ static bool parse_args(int argc, char** argv) {
     if (strcmp(a, "--scenarios") == 0) ok = parse_names(v, scenario_names, sizeof(char*), SC_COUNT, opt.scenarios);
     else if (strcmp(a, "--kinds") == 0) ok = parse_names(v, &kinds[0].name, sizeof(kind_spec), NKINDS, opt.kinds);
     else if (strcmp(a, "--duration") == 0) ok = sscanf(v, "%lf", &opt.duration) == 1 && opt.duration >= 0;
+    else if (strcmp(a, "--churn-duration") == 0)
+      ok = sscanf(v, "%lf", &opt.churn_duration) == 1 && opt.churn_duration >= 0;
+    else if (strcmp(a, "--part-timeout") == 0) ok = parse_int(v, 0, 86400, &opt.part_timeout);
     else if (strcmp(a, "--rounds") == 0) ok = parse_int(v, 1, 1000000, &opt.rounds);
     else if (strcmp(a, "--threads") == 0) ok = parse_int(v, 1, MAX_THREADS, &opt.threads);
     else if (strcmp(a, "--churn-threads") == 0) {
@@ -358,12 +373,15 @@ static const char* mib(size_t bytes, char* buf, size_t n) {
 }
 
 /* Whether a scenario part that started at t0 and has run `done` rounds of
- * `rounds` should start another. */
-static bool another_round(int done, int rounds, double t0) {
+ * `rounds` should start another, given at most `limit` seconds (0: none). */
+static bool another_round_within(int done, int rounds, double t0, double limit) {
   if (done >= rounds) return false;
-  if (done > 0 && opt.duration > 0 && now() - t0 >= opt.duration) return false;
+  if (done > 0 && limit > 0 && now() - t0 >= limit) return false;
   return true;
 }
+
+/* another_round_within --duration: every scenario but churn. */
+static bool another_round(int done, int rounds, double t0) { return another_round_within(done, rounds, t0, opt.duration); }
 
 static void progress(const char* fmt, ...) {
   if (!opt.verbose) return;
@@ -616,7 +634,7 @@ static void scenario_churn(void) {
     int done = 0;
     pthread_t th[MAX_THREADS];
     churn_arg args[MAX_THREADS];
-    while (another_round(done, rounds, t0)) {
+    while (another_round_within(done, rounds, t0, opt.churn_duration)) {
       for (int t = 0; t < nt; t++) {
         args[t] = (churn_arg){pool, opt.seed * 1000003u + (uint64_t)done * MAX_THREADS + (uint64_t)t, &errors, &oom};
         if (pthread_create(&th[t], NULL, churn_thread, &args[t]) != 0) {
@@ -944,8 +962,20 @@ static void* current_thread(void* argp) {
 
 static void scenario_current(void) {
   const char* name = "current";
-  static const rmm_resource_kind cycle[] = {RMM_RESOURCE_POOL, RMM_RESOURCE_ARENA, RMM_RESOURCE_BINNING,
-                                            RMM_RESOURCE_CUDA_ASYNC, RMM_RESOURCE_CUDA};
+  static const rmm_resource_kind all[] = {RMM_RESOURCE_POOL, RMM_RESOURCE_ARENA, RMM_RESOURCE_BINNING,
+                                          RMM_RESOURCE_CUDA_ASYNC, RMM_RESOURCE_CUDA};
+  /* The kinds set current in turn: those of --kinds among them. */
+  rmm_resource_kind cycle[sizeof all / sizeof all[0]];
+  int ncycle = 0;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    for (int k = 0; k < NKINDS; k++) {
+      if (kinds[k].kind == all[i] && opt.kinds[k]) cycle[ncycle++] = all[i];
+    }
+  }
+  if (ncycle == 0) {
+    printf("skip  %s: --kinds names none of pool, arena, binning, cuda_async, cuda\n", name);
+    return;
+  }
   int rounds = opt.rounds > 0 ? opt.rounds : 200;
   int nt = opt.threads;
   size_t start = device_free();
@@ -966,7 +996,7 @@ static void scenario_current(void) {
   int done = 0, device = 0;
   rmm_get_device(&device);
   while (another_round(done, rounds, t0)) {
-    rmm_resource_kind kind = cycle[done % (int)(sizeof cycle / sizeof cycle[0])];
+    rmm_resource_kind kind = cycle[done % ncycle];
     rmm_resource_t cuda = NULL, mr = NULL, prev = NULL;
     rmm_resource_options o;
     rmm_resource_options_init(&o);
@@ -1387,7 +1417,9 @@ static void run_part(int argc, char** argv, const char* scenario, const char* ki
   args[n++] = (char*)"/proc/self/exe";
   for (int i = 1; i < argc && n < 118; i++) {
     const char* a = argv[i];
-    bool ours = strcmp(a, "--isolate") == 0 || strncmp(a, "--scenarios", 11) == 0 || strncmp(a, "--kinds", 7) == 0;
+    /* --kinds stays for the parts that are not one kind of release (current reads it). */
+    bool ours = strcmp(a, "--isolate") == 0 || strncmp(a, "--scenarios", 11) == 0 ||
+                (kind != NULL && strncmp(a, "--kinds", 7) == 0);
     if (ours && strchr(a, '=') == NULL && strcmp(a, "--isolate") != 0) i++; /* and its value */
     if (!ours) args[n++] = argv[i];
   }
@@ -1433,10 +1465,32 @@ static void run_part(int argc, char** argv, const char* scenario, const char* ki
   n_passed += passed, n_failed += failed, n_known += known;
   if (!summary || !WIFEXITED(status) || WEXITSTATUS(status) > 1) {
     char how[96];
-    if (WIFSIGNALED(status)) snprintf(how, sizeof how, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+      snprintf(how, sizeof how, "it ran past --part-timeout %d s (hung?)", opt.part_timeout);
+    else if (WIFSIGNALED(status))
+      snprintf(how, sizeof how, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
     else snprintf(how, sizeof how, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     report(false, NULL, part, "its process died before it finished: %s", how);
   }
+}
+
+/* --part-timeout: SIGALRM ends the part (this process) with a line saying
+ * so; a parent (--isolate) reports the signal. */
+static char timeout_msg[160];
+
+static void on_part_timeout(int sig) {
+  ssize_t w = write(2, timeout_msg, strlen(timeout_msg));
+  (void)w;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void arm_part_timeout(const char* scenario) {
+  if (opt.part_timeout <= 0) return;
+  snprintf(timeout_msg, sizeof timeout_msg, "rmmgo_stress: %s ran past --part-timeout %d s (hung?): killed\n",
+           scenario, opt.part_timeout);
+  signal(SIGALRM, on_part_timeout);
+  alarm((unsigned)opt.part_timeout);
 }
 
 int main(int argc, char** argv) {
@@ -1474,7 +1528,9 @@ int main(int argc, char** argv) {
     } else if (opt.isolate) {
       run_part(argc, argv, scenario_names[i], NULL);
     } else {
+      arm_part_timeout(scenario_names[i]);
       run[i]();
+      alarm(0);
     }
     if (!part) printf("   (%s: %.1f s)\n", scenario_names[i], now() - t0);
   }

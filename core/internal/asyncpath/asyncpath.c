@@ -283,13 +283,21 @@ int rmmgo_ap_has(uintptr_t ptr) {
   return ok;
 }
 
-size_t rmmgo_ap_count(void) {
+size_t rmmgo_ap_count(void) { return rmmgo_ap_totals(NULL); }
+
+size_t rmmgo_ap_totals(uint64_t* bytes) {
   size_t n = 0;
+  uint64_t b = 0;
   for (int i = 0; i < AP_SHARDS; i++) {
-    ap_lock(&ap_table[i].lock);
-    n += ap_table[i].n;
-    ap_unlock(&ap_table[i].lock);
+    ap_shard* s = &ap_table[i];
+    ap_lock(&s->lock);
+    n += s->n;
+    for (size_t j = 0; bytes != NULL && s->slots != NULL && j <= s->mask; j++) {
+      if (s->slots[j].ptr != 0) b += s->slots[j].size;
+    }
+    ap_unlock(&s->lock);
   }
+  if (bytes != NULL) *bytes = b;
   return n;
 }
 

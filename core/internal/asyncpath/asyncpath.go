@@ -187,3 +187,10 @@ func Has(ptr uintptr) bool { return C.rmmgo_ap_has(C.uintptr_t(ptr)) != 0 }
 
 // Count reports how many blocks are recorded.
 func Count() int { return int(C.rmmgo_ap_count()) }
+
+// Totals is the number of records and the bytes they were allocated with.
+func Totals() (count int, bytes uint64) {
+	var b C.uint64_t
+	n := C.rmmgo_ap_totals(&b)
+	return int(n), uint64(b)
+}

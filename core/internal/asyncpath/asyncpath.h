@@ -79,5 +79,7 @@ rmmgo_ap_entry rmmgo_ap_take(uintptr_t ptr, size_t size, uintptr_t pool);
 uintptr_t* rmmgo_ap_take_owned(uintptr_t pool, size_t* n, int* incomplete);
 int rmmgo_ap_has(uintptr_t ptr);
 size_t rmmgo_ap_count(void);
+/* The number of records, and (when bytes is not NULL) their sizes summed. */
+size_t rmmgo_ap_totals(uint64_t* bytes);
 
 #endif /* RMMGO_ASYNCPATH_H */

@@ -27,6 +27,11 @@ rmmgo does not::
   config; ``python -m rmmgo.dask worker SCHEDULER --pool-size 90%`` starts
   one worker per GPU.
 
+Where Dask's distributed cannot read GPU names from the installed pynvml
+(distributed before its February 2023 fix, with pynvml 11.5 or nvidia-ml-py
+11.515 and later), importing rmmgo.dask sets distributed.diagnostics.nvml to
+False, so that clusters start.
+
 docs/dask.md in the repository shows each next to its dask-cuda equivalent.
 """
 
@@ -45,6 +50,12 @@ from ._stats import device_memory_statistics, memory_statistics
 from ._cluster import LocalGPUCluster, visible_devices
 
 dask.config.update_defaults({"rmmgo": dict(CONFIG_DEFAULTS)})
+
+# Before any Scheduler, Nanny or Worker of this process starts its system
+# monitor (preloads are imported before that): see _nvml.
+from ._nvml import turn_off_broken_nvml as _turn_off_broken_nvml  # noqa: E402
+
+_turn_off_broken_nvml()
 
 __all__ = [
     "RMMSetup",
