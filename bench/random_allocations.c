@@ -163,6 +163,7 @@ static struct {
   int bin_min_exp, bin_max_exp;
   size_t fixed_blocks;
   double budget_s;
+  bool cpu_timer; /* --timer cpu: the threads' CPU time instead of the wall clock */
   size_t frag_cap; /* the fragmentation workload's maximum size; 0: 8 GiB on CUDA, a quarter of the device */
 } opt;
 
@@ -195,6 +196,9 @@ static void usage(FILE* f) {
           "  --bins MIN:MAX        binning's fixed-size bins 2^MIN..2^MAX bytes (default 8:22)\n"
           "  --fixed-blocks N      fixed_size blocks preallocated at a time (default 128)\n"
           "  --budget SECONDS      start no new configuration after this long (default: none)\n"
+          "  --timer wall|cpu      time the wall clock (default), or the threads' CPU time: per op is\n"
+          "                        all threads' CPU time over their ops (steadier on a shared machine;\n"
+          "                        waiting threads cost nothing, so it hides contention that sleeps)\n"
           "  --frag-cap BYTES      the fragmentation workload's maximum size (default 8GiB on CUDA,\n"
           "                        a quarter of device memory on the simulated device)\n"
           "Sizes take B, KiB, MiB, GiB (or kB, MB, GB).\n");
@@ -271,7 +275,7 @@ static bool parse_args(int argc, char** argv) {
       static const char* const valued[] = {"--case", "--resource", "--threads", "--reps", "--warmup", "--max-usage",
                                            "--num-allocations", "--max-size", "--stream", "--seed", "--device",
                                            "--pool-initial", "--arena-size", "--bins", "--fixed-blocks", "--budget",
-                                           "--frag-cap"};
+                                           "--frag-cap", "--timer"};
       bool known = false;
       for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known = known || strcmp(arg, valued[k]) == 0;
       if (!known) {
@@ -320,6 +324,11 @@ static bool parse_args(int argc, char** argv) {
              opt.bin_min_exp <= opt.bin_max_exp && opt.bin_max_exp < 63;
       } else if (strcmp(arg, "--fixed-blocks") == 0) ok = parse_bytes(v, &opt.fixed_blocks) && opt.fixed_blocks > 0;
       else if (strcmp(arg, "--budget") == 0) ok = (opt.budget_s = atof(v)) > 0;
+      else if (strcmp(arg, "--timer") == 0) {
+        if (strcmp(v, "wall") == 0) opt.cpu_timer = false;
+        else if (strcmp(v, "cpu") == 0) opt.cpu_timer = true;
+        else ok = false;
+      }
       else if (strcmp(arg, "--frag-cap") == 0) ok = parse_bytes(v, &opt.frag_cap) && opt.frag_cap > 0;
       if (!ok) {
         fprintf(stderr, "random_allocations: bad value for %s: %s\n", arg, v);
@@ -384,6 +393,12 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 typedef struct {
   /* in */
   const allocator* a;
@@ -398,6 +413,7 @@ typedef struct {
   /* out */
   uint64_t ops, failures;
   double t_start, t_end;
+  double cpu; /* the thread's CPU time for the loop, seconds */
   char error[256];
 } worker;
 
@@ -437,6 +453,7 @@ static void* run_worker(void* arg) {
   const size_t n = w->num_allocations;
   const rmm_stream_t s = w->stream;
   w->t_start = now_s();
+  const double cpu0 = thread_cpu_s();
   for (size_t step = 0; step < 2 * n; step++) {
     size_t size = 1 + (size_t)(splitmix64(&rng) % w->max_size);
     bool do_alloc = true;
@@ -486,6 +503,7 @@ static void* run_worker(void* arg) {
     ops++;
   }
   rmm_stream_synchronize(s);
+  w->cpu = thread_cpu_s() - cpu0;
   w->t_end = now_s();
   w->ops = ops;
   w->failures = failures;
@@ -588,8 +606,9 @@ static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams
     pthread_barrier_wait(&tm->go);   /* the threads start together */
     pthread_barrier_wait(&tm->done); /* and are all done */
   }
-  double first = 1e300, last = 0;
+  double first = 1e300, last = 0, cpu = 0;
   for (int t = 0; t < threads; t++) {
+    cpu += ws[t].cpu;
     if (tm == NULL) pthread_join(tids[t], NULL);
     if (ws[t].error[0] != '\0' && r.error[0] == '\0') snprintf(r.error, sizeof r.error, "%s", ws[t].error);
     if (ws[t].t_start < first) first = ws[t].t_start;
@@ -598,7 +617,9 @@ static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams
     r.failures += ws[t].failures;
   }
   pthread_barrier_destroy(&start);
-  r.seconds = last - first;
+  /* With --timer cpu, the seconds such that threads / (ops / seconds) is
+   * the CPU time per op of a thread. */
+  r.seconds = opt.cpu_timer ? cpu / threads : last - first;
   return r;
 }
 
@@ -1083,9 +1104,13 @@ int main(int argc, char** argv) {
   printf("- baselines (cudaMalloc/cudaFree; cudaMallocAsync/cudaFreeAsync on the default pool, release threshold "
          "UINT64_MAX): %s\n",
          !baselines ? why : opt.cuda_malloc_baseline ? "measured in this run" : "cudaMallocAsync measured in this run, cudaMalloc left out (--no-cudamalloc)");
-  printf("- ops/s: all threads' ops over the wall time from the first thread's start to the last one's end "
-         "(stream synchronised); per op: threads / (ops/s); vs cudaMallocAsync: ops/s over its ops/s for the same "
-         "case and threads\n");
+  if (opt.cpu_timer)
+    printf("- timer: the threads' CPU time (--timer cpu): per op = all threads' CPU time over their ops; ops/s = "
+           "threads / per op; vs cudaMallocAsync: ops/s over its ops/s for the same case and threads\n");
+  else
+    printf("- ops/s: all threads' ops over the wall time from the first thread's start to the last one's end "
+           "(stream synchronised); per op: threads / (ops/s); vs cudaMallocAsync: ops/s over its ops/s for the same "
+           "case and threads\n");
   printf("- memory: peak reserved = peak bytes taken from the upstream (a statistics adaptor under the "
          "sub-allocator, or the CUDA pool's reserved high-water mark); peak live = peak bytes live over all "
          "threads, from one extra untimed repetition; efficiency = reserved / live\n");

@@ -109,7 +109,9 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
 typedef struct rmmgo_tc_limits {
   size_t max_request;     /* largest request served (0: none) */
   size_t block;           /* every block's size (fixed_size), else 0 */
-  size_t budget;          /* bytes all threads' caches may hold for the handle */
+  size_t budget;          /* bytes all threads' caches may hold for the handle (one thread alone) */
+  size_t shared;          /* the part of it that does not shrink with the threads: n threads
+                             holding part of the budget may hold shared + (budget - shared) / n */
   size_t quantum;         /* unit in which a thread reserves budget */
   size_t batch_bytes;     /* a refill takes at most this many bytes ... */
   int batch_blocks;       /* ... and blocks */
@@ -127,7 +129,7 @@ typedef struct rmmgo_tc_block {
 /* One crossing into Go: a refill (allocate up to n blocks of size bytes
  * into ptrs; got says how many) or a drain (deallocate the n blocks in
  * ptrs), which first gives back the blocks in give (exited threads'). Go
- * sets budget to the handle's budget now (0: unknown). bytes and alignment
+ * sets budget and shared to the handle's budget now (0: unknown). bytes and alignment
  * are the caller's request, for messages. */
 typedef struct rmmgo_tc_call {
   uint64_t handle;
@@ -137,7 +139,7 @@ typedef struct rmmgo_tc_call {
   uintptr_t* ptrs;
   int n;
   int got;
-  size_t budget;
+  size_t budget, shared;
   const rmmgo_tc_block* give;
   size_t ngive;
 } rmmgo_tc_call;
@@ -150,6 +152,10 @@ typedef struct rmmgo_tc_call {
 /* Which call frees (for messages). */
 #define RMMGO_TC_FREE 0      /* rmm_deallocate */
 #define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */
+
+/* The largest size class of the cache's mechanism (a resource's
+ * MaxRequest is cut to it). */
+RMMGO_INTERNAL size_t rmmgo_tc_class_max(void);
 
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
  * environment turns it off; read once. */

@@ -76,6 +76,7 @@ func (f *tcFront) publish() {
 		max_request:    C.size_t(l.MaxRequest),
 		block:          C.size_t(l.BlockSize),
 		budget:         C.size_t(l.Budget),
+		shared:         C.size_t(l.Shared),
 		quantum:        C.size_t(l.Quantum),
 		batch_bytes:    C.size_t(l.BatchBytes),
 		batch_blocks:   C.int(l.BatchBlocks),
@@ -327,7 +328,8 @@ func rmmgo_go_refill(call *C.rmmgo_tc_call) (st status) {
 		return allocFailed("rmm_allocate", e, call.bytes, call.alignment, err)
 	}
 	call.got = C.int(n)
-	call.budget = C.size_t(c.CacheLimits().Budget)
+	l := c.CacheLimits()
+	call.budget, call.shared = C.size_t(l.Budget), C.size_t(l.Shared)
 	return statusSuccess
 }
 
@@ -342,7 +344,8 @@ func rmmgo_go_drain(call *C.rmmgo_tc_call) (st status) {
 	if err := c.DeallocateBatch(core.Stream(call.stream), uintptr(call.size), ptrs); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate: giving back %d cached blocks of %d bytes", call.n, call.size), err, statusInternal)
 	}
-	call.budget = C.size_t(c.CacheLimits().Budget)
+	l := c.CacheLimits()
+	call.budget, call.shared = C.size_t(l.Budget), C.size_t(l.Shared)
 	return statusSuccess
 }
 

@@ -61,8 +61,14 @@ type CacheLimits struct {
 	BlockSize uintptr
 	// Budget is the most bytes the caches in front of the resource may
 	// hold together (blocks allocated from it and held by no user), in
-	// all threads: cachepolicy.ThreadCaches of the bytes it holds.
+	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
+	// When n caches (threads, or a thread's streams) hold part of it,
+	// they may hold Shared + (Budget-Shared)/n together: one thread alone
+	// keeps more than many threads each.
 	Budget uintptr
+	// Shared is the part of Budget that does not shrink with the number
+	// of caches: cachepolicy.ThreadCaches of the bytes the resource holds.
+	Shared uintptr
 	// Quantum is the unit in which one thread's cache reserves part of
 	// the budget and gives it back.
 	Quantum uintptr
@@ -84,7 +90,8 @@ func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
 	return CacheLimits{
 		MaxRequest:  maxRequest,
 		BlockSize:   block,
-		Budget:      cachepolicy.ThreadCaches(held),
+		Budget:      cachepolicy.ThreadCachesLone(held),
+		Shared:      cachepolicy.ThreadCaches(held),
 		Quantum:     cachepolicy.Quantum,
 		BatchBlocks: cachepolicy.BatchBlocks,
 		BatchBytes:  cachepolicy.BatchBytes,
