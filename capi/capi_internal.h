@@ -116,6 +116,7 @@ typedef struct rmmgo_tc_limits {
   size_t batch_bytes;     /* a refill takes at most this many bytes ... */
   int batch_blocks;       /* ... and blocks */
   int64_t exited_wait_ns; /* an exited thread's blocks wait this long for a taker */
+  int64_t lone_after_ns;  /* a pair alone this long may keep more than the shared part */
 } rmmgo_tc_limits;
 
 /* A block taken out of the cache, to give back to its resource. */

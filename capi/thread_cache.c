@@ -229,6 +229,7 @@ typedef struct {
   _Atomic size_t batch_bytes;
   atomic_int batch_blocks;
   _Atomic int64_t exited_wait_ns;
+  _Atomic int64_t lone_after_ns;
   /* The handle last published here: the budget's and round_gone's owner,
    * also while it is unpublished for a moment (rmm_binning_add_bin). */
   _Atomic uint64_t last;
@@ -240,12 +241,13 @@ typedef struct {
    * another handle); see rmmgo_tc_holding. */
   _Atomic int64_t round_gone;
   /* The budget: all pairs together reserve at most budget (avail is what
-   * is left), and while more than one pair holds a quota (holders), they
-   * reserve no more than shared in all (cachepolicy: a thread working
-   * alone keeps more than many threads together). budget and shared
-   * change under blk. */
+   * is left), and they reserve no more than shared in all unless one pair
+   * has held a quota alone (holders) for lone_after_ns (cachepolicy: a
+   * thread working alone keeps more than many threads together). budget
+   * and shared change under blk. */
   _Atomic size_t budget, shared;
   _Atomic int64_t holders;
+  _Atomic int64_t crowd_ns; /* when two or more pairs last held a quota */
   atomic_int blk;
 } __attribute__((aligned(64))) tc_mslot;
 
@@ -315,8 +317,8 @@ static void tc_set_budget(tc_mslot* s, size_t budget, size_t shared) {
 /* A pair of handle h started (+1) or stopped (-1) holding a quota. */
 static void tc_holders_add(uint64_t h, int d) {
   tc_mslot* s = tc_account(h);
-  if (s != NULL) {
-    atomic_fetch_add_explicit(&s->holders, d, memory_order_relaxed);
+  if (s != NULL && atomic_fetch_add_explicit(&s->holders, d, memory_order_relaxed) + d > 1) {
+    atomic_store_explicit(&s->crowd_ns, tc_now_ns(), memory_order_relaxed);
   }
 }
 
@@ -347,6 +349,7 @@ void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* lim) {
   atomic_store_explicit(&s->batch_blocks, lim->batch_blocks < 1 ? 1 : lim->batch_blocks > TC_BUF ? TC_BUF : lim->batch_blocks,
                         memory_order_relaxed);
   atomic_store_explicit(&s->exited_wait_ns, lim->exited_wait_ns, memory_order_relaxed);
+  atomic_store_explicit(&s->lone_after_ns, lim->lone_after_ns, memory_order_relaxed);
   if (atomic_load_explicit(&s->last, memory_order_relaxed) != handle) {
     /* A new handle in this slot: a budget of its own. */
     tc_lock(&s->blk);
@@ -354,6 +357,7 @@ void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* lim) {
     atomic_store_explicit(&s->avail, 0, memory_order_relaxed);
     tc_unlock(&s->blk);
     atomic_store_explicit(&s->holders, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->crowd_ns, 0, memory_order_relaxed);
     atomic_store_explicit(&s->round_gone, 0, memory_order_relaxed);
     atomic_store_explicit(&s->last, handle, memory_order_release);
   }
@@ -940,15 +944,25 @@ static bool tc_reserve(tc_mslot* ms, tc_pair* p, size_t more) {
   size_t need = p->bytes + more - p->quota;
   size_t q = atomic_load_explicit(&ms->quantum, memory_order_relaxed);
   size_t tries[2] = {need > q ? need : q, need};
-  /* With other pairs holding part of the budget, all of them together keep
-   * to its shared part. */
-  bool others = atomic_load_explicit(&ms->holders, memory_order_relaxed) > (p->quota > 0 ? 1 : 0);
+  /* All pairs together keep to the budget's shared part, unless this one
+   * has been alone for a while (then the rest is its too). */
   int64_t cap = (int64_t)atomic_load_explicit(&ms->budget, memory_order_relaxed) -
                 (int64_t)atomic_load_explicit(&ms->shared, memory_order_relaxed);
+  int lone = -1; /* not known yet */
   for (int t = 0; t < 2; t++) {
     int64_t want = (int64_t)tries[t];
     int64_t avail = atomic_load_explicit(&ms->avail, memory_order_relaxed);
-    while (avail >= want && !(others && avail - want < cap)) {
+    while (avail >= want) {
+      if (avail - want < cap) {
+        if (lone < 0) {
+          lone = atomic_load_explicit(&ms->holders, memory_order_relaxed) <= (p->quota > 0 ? 1 : 0) &&
+                 tc_now_ns() - atomic_load_explicit(&ms->crowd_ns, memory_order_relaxed) >=
+                     atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed);
+        }
+        if (!lone) {
+          break;
+        }
+      }
       if (atomic_compare_exchange_weak_explicit(&ms->avail, &avail, avail - want, memory_order_relaxed,
                                                 memory_order_relaxed)) {
         tc_set_quota(p, p->quota + (size_t)want);

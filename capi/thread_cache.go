@@ -81,6 +81,7 @@ func (f *tcFront) publish() {
 		batch_bytes:    C.size_t(l.BatchBytes),
 		batch_blocks:   C.int(l.BatchBlocks),
 		exited_wait_ns: C.int64_t(l.ExitedWait.Nanoseconds()),
+		lone_after_ns:  C.int64_t(l.LoneAfter.Nanoseconds()),
 	}
 	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
 }

@@ -62,13 +62,14 @@ type CacheLimits struct {
 	// Budget is the most bytes the caches in front of the resource may
 	// hold together (blocks allocated from it and held by no user), in
 	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
-	// When n caches (threads, or a thread's streams) hold part of it,
-	// they may hold Shared + (Budget-Shared)/n together: one thread alone
-	// keeps more than many threads each.
+	// Caches hold more than Shared together only while one alone (a
+	// thread's cache for one stream) has held part of the budget for
+	// LoneAfter: one thread working alone keeps more than many threads.
 	Budget uintptr
-	// Shared is the part of Budget that does not shrink with the number
-	// of caches: cachepolicy.ThreadCaches of the bytes the resource holds.
-	Shared uintptr
+	// Shared is what all caches together keep when several hold part of
+	// the budget: cachepolicy.ThreadCaches of the bytes the resource holds.
+	Shared    uintptr
+	LoneAfter time.Duration
 	// Quantum is the unit in which one thread's cache reserves part of
 	// the budget and gives it back.
 	Quantum uintptr
@@ -96,6 +97,7 @@ func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
 		BatchBlocks: cachepolicy.BatchBlocks,
 		BatchBytes:  cachepolicy.BatchBytes,
 		ExitedWait:  cachepolicy.ExitedWait,
+		LoneAfter:   cachepolicy.LoneAfter,
 	}
 }
 

@@ -6,13 +6,12 @@
 // the heap asks for its own. docs/thread-cache.md ("Bounds") explains them.
 //
 // The rule: a resource holding S bytes from its upstream lets its thread
-// caches hold at most ThreadCachesLone(S) bytes in all, whatever the number
-// of threads and streams; when n caches (a thread's cache for one stream)
-// hold part of that budget, they hold at most ThreadCaches(S) +
-// (ThreadCachesLone(S) - ThreadCaches(S)) / n together: a thread working
-// alone keeps twice what sixteen threads keep together (a bound on the
-// total that still gives one thread room). Its magazines hold at most
-// Magazines(S) bytes in all. Both give everything back when the resource needs memory: before it
+// caches hold at most ThreadCaches(S) bytes in all, whatever the number of
+// threads and streams, except that one cache (a thread's, for one stream)
+// that has held part of the budget alone for LoneAfter may keep up to
+// ThreadCachesLone(S): a program with one thread per resource gets a
+// larger cache, a crowd of threads a bounded one. Its magazines hold at
+// most Magazines(S) bytes in all. Both give everything back when the resource needs memory: before it
 // grows, and before it fails for want of memory. Blocks of a thread that
 // exited wait ExitedWait for a new thread on the same resource and stream
 // to take them over, then go back to the resource.
@@ -31,14 +30,17 @@ const (
 	// what their resource holds from its upstream, whatever the number of
 	// threads ...
 	Fraction = 16
-	// ... and one thread's cache working alone 1/LoneFraction (many
-	// threads share the difference: ThreadCachesLone). An eighth for
-	// every thread, unbounded in all, let the thread-churn workload's
-	// pool reach 1.3-1.9x its peak live bytes; a sixteenth for all threads
-	// together made the random workload's pool cases, one thread, miss
-	// their caches a fifth to a third more often.
-	LoneFraction = 8
-	// ... and at least this much, so that a resource that starts empty and
+	// ... and one thread's cache that has been alone for LoneAfter
+	// 1/LoneFraction (ThreadCachesLone). An eighth for every thread,
+	// unbounded in all, let the thread-churn workload's pool reach
+	// 1.3-1.9x its peak live bytes; a sixteenth for all threads together
+	// made the random workload's medium and large cases, one thread,
+	// miss for most of their working set. A quarter for the first thread
+	// of each round of the churn workload, without the wait, took its
+	// pool from 1.23-1.37x to 1.24-1.58x its peak live bytes.
+	LoneFraction = 4
+	LoneAfter    = 200 * time.Millisecond
+	// ... and each at least this much, so that a resource that starts empty and
 	// grows on demand is cached from its first allocation. (2 MiB and 1 MiB
 	// left the thread-churn workload's pool, some 30 MiB, 0.05x larger.)
 	ThreadCachesFloor = 1 << 20
@@ -69,14 +71,12 @@ const (
 )
 
 // ThreadCaches returns the bytes the thread caches in front of a resource
-// holding held bytes may hold together however many they are.
+// holding held bytes may hold together, however many they are.
 func ThreadCaches(held uintptr) uintptr { return max(ThreadCachesFloor, held/Fraction) }
 
 // ThreadCachesLone returns the most bytes the thread caches in front of a
-// resource holding held bytes may hold together: what one cache holding
-// all of the budget may keep. When n caches hold part of it, all of them
-// together keep at most ThreadCaches(held) + (ThreadCachesLone(held) -
-// ThreadCaches(held)) / n.
+// resource holding held bytes may hold together: what one cache that has
+// been alone for LoneAfter may keep.
 func ThreadCachesLone(held uintptr) uintptr { return max(ThreadCachesFloor, held/LoneFraction) }
 
 // Magazines returns the most bytes the magazines of a heap of size bytes
