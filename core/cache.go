@@ -13,13 +13,13 @@ import (
 // Caches in front of the sub-allocators.
 //
 // The C ABI serves rmm_allocate and rmm_deallocate for Pool, Arena,
-// FixedSize and Binning handles from per-thread caches of free blocks,
+// FixedSize, Binning and Expandable handles from per-thread caches of free blocks,
 // written in C (docs/thread-cache.md). This file is what such a cache needs
 // from a resource, and what the resource needs from the cache. Go programs
 // that use core directly never need any of it.
 
 // Cacheable is a resource whose blocks a cache in front of it may keep:
-// Pool, Arena, FixedSize and Binning implement it. The cache takes blocks
+// Pool, Arena, FixedSize, Binning and Expandable implement it. The cache takes blocks
 // of its size classes with AllocateBatch, hands them to its users and takes
 // them back without telling the resource, and returns them with
 // DeallocateBatch. While it holds blocks it stays attached (AttachCache),
@@ -235,4 +235,5 @@ var (
 	_ Cacheable = (*Arena)(nil)
 	_ Cacheable = (*FixedSize)(nil)
 	_ Cacheable = (*Binning)(nil)
+	_ Cacheable = (*Expandable)(nil)
 )
