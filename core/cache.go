@@ -85,14 +85,30 @@ type CacheLimits struct {
 // caches may serve requests up to maxRequest (0: none), with blocks of
 // block bytes each when block is not 0.
 func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
+	return cacheLimitsFree(maxRequest, block, held, 0)
+}
+
+// limits is cacheLimits for a resource whose caches are cs and that has
+// free bytes of what it holds idle (not counting what the caches hold):
+// while it has not had to ask its caches for memory for
+// cachepolicy.SpareAfter, they may keep more of it
+// (cachepolicy.ThreadCachesSpare).
+func (cs *caches) limits(maxRequest, block, held, free uintptr) CacheLimits {
+	if t := cs.pressed.Load(); t != 0 && cacheClock()-t < int64(cachepolicy.SpareAfter) {
+		free = 0
+	}
+	return cacheLimitsFree(maxRequest, block, held, free)
+}
+
+func cacheLimitsFree(maxRequest, block, held, free uintptr) CacheLimits {
 	if maxRequest > cachepolicy.MaxBlock {
 		maxRequest = cachepolicy.MaxBlock
 	}
 	return CacheLimits{
 		MaxRequest:  maxRequest,
 		BlockSize:   block,
-		Budget:      cachepolicy.ThreadCachesLone(held),
-		Shared:      cachepolicy.ThreadCaches(held),
+		Budget:      max(cachepolicy.ThreadCachesLone(held), cachepolicy.ThreadCachesSpare(held, free)),
+		Shared:      cachepolicy.ThreadCachesSpare(held, free),
 		Quantum:     cachepolicy.Quantum,
 		BatchBlocks: cachepolicy.BatchBlocks,
 		BatchBytes:  cachepolicy.BatchBytes,
@@ -147,6 +163,9 @@ type caches struct {
 	// quietUntil: no reclaims for failing allocations until then (in
 	// nanoseconds of cacheClock), after one that did not help.
 	quietUntil atomic.Int64
+	// pressed: when the resource last asked its caches for memory (in
+	// nanoseconds of cacheClock, at least 1), 0 never.
+	pressed atomic.Int64
 }
 
 // attach adds c and returns the function that removes it.
@@ -184,6 +203,7 @@ func (cs *caches) detach(c BlockCache) {
 // Within cachepolicy.ReclaimQuiet of a reclaim that did not save an
 // allocation (see futile) it does nothing.
 func (cs *caches) reclaim(need uintptr) bool {
+	cs.pressed.Store(max(1, cacheClock()))
 	l := cs.list.Load()
 	if l == nil || len(*l) == 0 || cacheClock() < cs.quietUntil.Load() {
 		return false

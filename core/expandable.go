@@ -623,7 +623,7 @@ func (e *Expandable) Close() error {
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
 // the memory mapped.
 func (e *Expandable) CacheLimits() CacheLimits {
-	return cacheLimits(cachepolicy.MaxBlock, 0, e.mapped.Load())
+	return e.caches.limits(cachepolicy.MaxBlock, 0, e.mapped.Load(), e.h.FreeBytes())
 }
 
 // AllocateBatch allocates the first block as Allocate does, the others
