@@ -164,6 +164,8 @@ static struct {
   size_t fixed_blocks;
   double budget_s;
   bool cpu_timer; /* --timer cpu: the threads' CPU time instead of the wall clock */
+  int adaptor;    /* --adaptor: wrap each resource in this adaptor kind (0: none) */
+  const char* adaptor_name;
   size_t frag_cap; /* the fragmentation workload's maximum size; 0: 8 GiB on CUDA, a quarter of the device */
 } opt;
 
@@ -196,6 +198,9 @@ static void usage(FILE* f) {
           "  --bins MIN:MAX        binning's fixed-size bins 2^MIN..2^MAX bytes (default 8:22)\n"
           "  --fixed-blocks N      fixed_size blocks preallocated at a time (default 128)\n"
           "  --budget SECONDS      start no new configuration after this long (default: none)\n"
+          "  --adaptor KIND        wrap each resource under test in an adaptor: statistics, limiting\n"
+          "                        (limit: the device's memory), tracking (no stacks) or logging (to\n"
+          "                        /dev/null); rows are named resource+adaptor\n"
           "  --timer wall|cpu      time the wall clock (default), or the threads' CPU time: per op is\n"
           "                        all threads' CPU time over their ops (steadier on a shared machine;\n"
           "                        waiting threads cost nothing, so it hides contention that sleeps)\n"
@@ -275,7 +280,7 @@ static bool parse_args(int argc, char** argv) {
       static const char* const valued[] = {"--case", "--resource", "--threads", "--reps", "--warmup", "--max-usage",
                                            "--num-allocations", "--max-size", "--stream", "--seed", "--device",
                                            "--pool-initial", "--arena-size", "--bins", "--fixed-blocks", "--budget",
-                                           "--frag-cap", "--timer"};
+                                           "--frag-cap", "--timer", "--adaptor"};
       bool known = false;
       for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known = known || strcmp(arg, valued[k]) == 0;
       if (!known) {
@@ -324,7 +329,21 @@ static bool parse_args(int argc, char** argv) {
              opt.bin_min_exp <= opt.bin_max_exp && opt.bin_max_exp < 63;
       } else if (strcmp(arg, "--fixed-blocks") == 0) ok = parse_bytes(v, &opt.fixed_blocks) && opt.fixed_blocks > 0;
       else if (strcmp(arg, "--budget") == 0) ok = (opt.budget_s = atof(v)) > 0;
-      else if (strcmp(arg, "--timer") == 0) {
+      else if (strcmp(arg, "--adaptor") == 0) {
+        static const struct {
+          const char* name;
+          int kind;
+        } ads[] = {{"statistics", RMM_RESOURCE_STATISTICS}, {"limiting", RMM_RESOURCE_LIMITING},
+                   {"tracking", RMM_RESOURCE_TRACKING}, {"logging", RMM_RESOURCE_LOGGING}, {"none", 0}};
+        ok = false;
+        for (size_t k = 0; k < sizeof ads / sizeof ads[0]; k++) {
+          if (strcmp(v, ads[k].name) == 0) {
+            opt.adaptor = ads[k].kind;
+            opt.adaptor_name = opt.adaptor ? ads[k].name : NULL;
+            ok = true;
+          }
+        }
+      } else if (strcmp(arg, "--timer") == 0) {
         if (strcmp(v, "wall") == 0) opt.cpu_timer = false;
         else if (strcmp(v, "cpu") == 0) opt.cpu_timer = true;
         else ok = false;
@@ -351,6 +370,8 @@ typedef struct {
   rmm_resource_t upstream;  /* statistics adaptor below it, or NULL     */
   rmm_mem_pool_t cuda_pool; /* a CUDA pool whose reserved memory counts */
   bool maps;                /* expandable: what it holds is rmm_pool_size, sampled */
+  rmm_resource_t inner;     /* --adaptor: the resource the adaptor (mr) wraps */
+  char label[64];           /* --adaptor: resource+adaptor */
 } allocator;
 
 enum { ALLOC_OK = 0, ALLOC_NO_MEMORY = 1, ALLOC_ERROR = 2 };
@@ -745,8 +766,34 @@ static bool make_resource(int r, size_t max_size, allocator* a, char* err, size_
   return true;
 }
 
+/* --adaptor: puts the adaptor kind over a->mr (the resource under test),
+ * which becomes a->inner. */
+static bool wrap_adaptor(allocator* a, char* err, size_t en) {
+  rmm_resource_options o;
+  rmm_resource_options_init(&o);
+  o.upstream = a->mr;
+  if (opt.adaptor == RMM_RESOURCE_LIMITING) {
+    size_t free_b = 0, total_b = 0;
+    rmm_mem_get_info(&free_b, &total_b);
+    o.allocation_limit = total_b;
+  }
+  if (opt.adaptor == RMM_RESOURCE_LOGGING) o.log_file = "/dev/null";
+  rmm_resource_t ad = NULL;
+  if (rmm_resource_create((rmm_resource_kind)opt.adaptor, &o, &ad) != RMM_SUCCESS) {
+    snprintf(err, en, "%s: %s", opt.adaptor_name, lib_error());
+    return false;
+  }
+  a->inner = a->mr;
+  a->mr = ad;
+  snprintf(a->label, sizeof a->label, "%s+%s", a->name, opt.adaptor_name);
+  a->name = a->label;
+  return true;
+}
+
 static void release_allocator(allocator* a) {
   if (a->mr != NULL) rmm_resource_release(a->mr);
+  if (a->inner != NULL) rmm_resource_release(a->inner);
+  a->inner = NULL;
   if (a->upstream != NULL) rmm_resource_release(a->upstream);
   a->mr = a->upstream = NULL;
 }
@@ -1163,7 +1210,7 @@ int main(int argc, char** argv) {
         continue;
       }
       if (baselines) {
-        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL, false};
+        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL, false, NULL, ""};
         uint64_t max64 = UINT64_MAX, zero = 0;
         cu.set_device(opt.device);
         cu.device_synchronize();
@@ -1177,7 +1224,7 @@ int main(int argc, char** argv) {
         } else {
           async_rate = run_config(&base, bc->name, threads, n, max_size, max_usage, 0, ws, ptrs, sizes);
         }
-        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL, false};
+        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL, false, NULL, ""};
         if (!opt.cuda_malloc_baseline) {
           /* left out on request (--no-cudamalloc) */
         } else if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
@@ -1194,7 +1241,9 @@ int main(int argc, char** argv) {
         }
         allocator a;
         char err[512] = "";
-        if (!make_resource(r, max_size, &a, err, sizeof err)) {
+        if (!make_resource(r, max_size, &a, err, sizeof err) ||
+            (opt.adaptor != 0 && r != R_CUDA && !wrap_adaptor(&a, err, sizeof err))) {
+          if (a.mr != NULL) release_allocator(&a);
           printf("| %s | %s | %d | | failed to make: %s | | | | | | | |\n", resource_names[r], bc->name, threads, err);
           fflush(stdout);
           failed++;

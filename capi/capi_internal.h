@@ -105,6 +105,37 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
  * handles of core.Cacheable resources (docs/thread-cache.md); the Go halves
  * below (thread_cache.go) do what the cache cannot. */
 
+/* Adaptors a cached handle's calls run in C (thread_cache_adaptors.go): the
+ * chain of statistics and limiting adaptors from the handle down to the
+ * core.Cacheable resource whose blocks the cache keeps, outermost first. */
+#define RMMGO_TC_STEP_STATISTICS 1
+#define RMMGO_TC_STEP_LIMITING 2
+#define RMMGO_TC_MAX_STEPS 4
+
+/* A statistics adaptor's core.StatisticsHot (same layout; a Go test checks
+ * it): the innermost level's counters and what is outstanding. */
+typedef struct rmmgo_tc_hot {
+  int64_t bytes_value, bytes_peak, bytes_total;
+  int64_t count_value, count_peak, count_total;
+  uintptr_t out_bytes;
+  int64_t out_count;
+} rmmgo_tc_hot;
+
+/* Where it lives while C counts: under lock (0 free, 1 held), which Go
+ * takes too (with atomic operations on the same word). */
+typedef struct rmmgo_tc_stats {
+  uint32_t lock;
+  uint32_t pad_;
+  rmmgo_tc_hot hot;
+} rmmgo_tc_stats;
+
+typedef struct rmmgo_tc_step {
+  int kind;         /* RMMGO_TC_STEP_* */
+  uintptr_t state;  /* rmmgo_tc_stats*, or the limiting adaptor's account (a size_t) */
+  size_t limit;     /* limiting: the allocation limit ... */
+  size_t alignment; /* ... and the alignment charges are rounded up to */
+} rmmgo_tc_step;
+
 /* A resource's core.CacheLimits, as the registry publishes them. */
 typedef struct rmmgo_tc_limits {
   size_t max_request;     /* largest request served (0: none) */
@@ -117,6 +148,8 @@ typedef struct rmmgo_tc_limits {
   int batch_blocks;       /* ... and blocks */
   int64_t exited_wait_ns; /* an exited thread's blocks wait this long for a taker */
   int64_t lone_after_ns;  /* a pair alone this long may keep more than the shared part */
+  int nsteps;             /* adaptors the handle's calls go through first */
+  rmmgo_tc_step steps[RMMGO_TC_MAX_STEPS];
 } rmmgo_tc_limits;
 
 /* A block taken out of the cache, to give back to its resource. */

@@ -233,6 +233,10 @@ typedef struct {
   /* The handle last published here: the budget's and round_gone's owner,
    * also while it is unpublished for a moment (rmm_binning_add_bin). */
   _Atomic uint64_t last;
+  /* Adaptors between the handle and its resource, run in C (set before the
+   * handle is published). */
+  atomic_int nsteps;
+  rmmgo_tc_step steps[RMMGO_TC_MAX_STEPS];
   /* Written by pairs: on a line of their own, so that a reservation does
    * not take the line every call reads away from the other threads. */
   _Atomic int64_t avail __attribute__((aligned(64))); /* the part of the budget no pair or depot entry reserved */
@@ -350,6 +354,9 @@ void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* lim) {
                         memory_order_relaxed);
   atomic_store_explicit(&s->exited_wait_ns, lim->exited_wait_ns, memory_order_relaxed);
   atomic_store_explicit(&s->lone_after_ns, lim->lone_after_ns, memory_order_relaxed);
+  int nsteps = lim->nsteps < 0 ? 0 : lim->nsteps > RMMGO_TC_MAX_STEPS ? RMMGO_TC_MAX_STEPS : lim->nsteps;
+  memcpy(s->steps, lim->steps, (size_t)nsteps * sizeof s->steps[0]);
+  atomic_store_explicit(&s->nsteps, nsteps, memory_order_relaxed);
   if (atomic_load_explicit(&s->last, memory_order_relaxed) != handle) {
     /* A new handle in this slot: a budget of its own. */
     tc_lock(&s->blk);
@@ -1437,6 +1444,160 @@ static rmm_status tc_fail(rmm_status st, const char* fmt, ...) {
   return st;
 }
 
+/* ------------------------------------------------------------- adaptors */
+
+/* The adaptors of a cached handle, run here as core runs them (one
+ * definition each, in core: StatisticsHot.Alloc/Free and Counter.add for
+ * statistics, Limiting.allocate/refund for limiting; these do the same
+ * arithmetic on the same memory, under the same lock or with the same
+ * atomic operations; Go tests compare the two). Limiting charges come
+ * before a block is taken (a refusal goes to Go, which says it), the
+ * statistics count after; a free uncounts before the block is cached and
+ * refunds after. */
+
+static inline void tc_stats_lock(rmmgo_tc_stats* s) { tc_lock((atomic_int*)&s->lock); }
+static inline void tc_stats_unlock(rmmgo_tc_stats* s) { tc_unlock((atomic_int*)&s->lock); }
+
+static inline void tc_counter_add(int64_t* value, int64_t* peak, int64_t* total, int64_t n) {
+  *value += n;
+  *total += n;
+  if (*value > *peak) {
+    *peak = *value;
+  }
+}
+
+/* A limiting step's charge for bytes; false when it cannot be charged at
+ * all (rounding overflows, or it exceeds the limit). */
+static inline bool tc_charge_of(const rmmgo_tc_step* st, size_t bytes, size_t* charge) {
+  size_t a = st->alignment != 0 ? st->alignment : 1;
+  if (bytes > SIZE_MAX - (a - 1)) {
+    *charge = 0;
+    return false;
+  }
+  *charge = (bytes + a - 1) & ~(a - 1);
+  return *charge <= st->limit;
+}
+
+/* Takes a step's charge for bytes back (as Limiting.refund: never below
+ * 0). Only for charges made. */
+static void tc_refund(const rmmgo_tc_step* st, size_t bytes) {
+  size_t charge;
+  (void)tc_charge_of(st, bytes, &charge);
+  _Atomic size_t* a = (_Atomic size_t*)st->state;
+  size_t cur = atomic_load_explicit(a, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(a, &cur, cur - (charge < cur ? charge : cur), memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+/* Charges every limiting step of ms for an allocation of bytes; false
+ * (nothing charged) when one would pass its limit. */
+static bool tc_steps_charge(tc_mslot* ms, int n, size_t bytes) {
+  for (int i = 0; i < n; i++) {
+    const rmmgo_tc_step* st = &ms->steps[i];
+    if (st->kind != RMMGO_TC_STEP_LIMITING) {
+      continue;
+    }
+    size_t charge;
+    bool ok = tc_charge_of(st, bytes, &charge);
+    _Atomic size_t* a = (_Atomic size_t*)st->state;
+    size_t cur = atomic_load_explicit(a, memory_order_relaxed);
+    while (ok) {
+      if (cur > st->limit - charge) {
+        ok = false;
+        break;
+      }
+      if (atomic_compare_exchange_weak_explicit(a, &cur, cur + charge, memory_order_relaxed, memory_order_relaxed)) {
+        break;
+      }
+    }
+    if (!ok) {
+      for (int j = 0; j < i; j++) {
+        if (ms->steps[j].kind == RMMGO_TC_STEP_LIMITING) {
+          tc_refund(&ms->steps[j], bytes);
+        }
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+static void tc_steps_refund(tc_mslot* ms, int n, size_t bytes) {
+  for (int i = 0; i < n; i++) {
+    if (ms->steps[i].kind == RMMGO_TC_STEP_LIMITING) {
+      tc_refund(&ms->steps[i], bytes);
+    }
+  }
+}
+
+/* An allocation of bytes went through: the statistics count it. */
+static void tc_steps_count(tc_mslot* ms, int n, size_t bytes) {
+  for (int i = 0; i < n; i++) {
+    if (ms->steps[i].kind != RMMGO_TC_STEP_STATISTICS) {
+      continue;
+    }
+    rmmgo_tc_stats* s = (rmmgo_tc_stats*)ms->steps[i].state;
+    rmmgo_tc_hot* h = &s->hot;
+    tc_stats_lock(s);
+    tc_counter_add(&h->bytes_value, &h->bytes_peak, &h->bytes_total, (int64_t)bytes);
+    tc_counter_add(&h->count_value, &h->count_peak, &h->count_total, 1);
+    h->out_bytes += bytes;
+    h->out_count++;
+    tc_stats_unlock(s);
+  }
+}
+
+/* Undoes tc_steps_uncount for the first n statistics steps (a free that
+ * did not go through). */
+static void tc_steps_unfree(tc_mslot* ms, int n, size_t bytes) {
+  for (int i = 0; i < n; i++) {
+    if (ms->steps[i].kind != RMMGO_TC_STEP_STATISTICS) {
+      continue;
+    }
+    rmmgo_tc_stats* s = (rmmgo_tc_stats*)ms->steps[i].state;
+    rmmgo_tc_hot* h = &s->hot;
+    tc_stats_lock(s);
+    h->bytes_value += (int64_t)bytes;
+    if (h->bytes_value > h->bytes_peak) {
+      h->bytes_peak = h->bytes_value;
+    }
+    h->count_value++;
+    if (h->count_value > h->count_peak) {
+      h->count_peak = h->count_value;
+    }
+    h->out_bytes += bytes;
+    h->out_count++;
+    tc_stats_unlock(s);
+  }
+}
+
+/* A free of bytes: the statistics uncount it; false (nothing changed) when
+ * one has fewer bytes or allocations outstanding (Go says so). */
+static bool tc_steps_uncount(tc_mslot* ms, int n, size_t bytes) {
+  for (int i = 0; i < n; i++) {
+    if (ms->steps[i].kind != RMMGO_TC_STEP_STATISTICS) {
+      continue;
+    }
+    rmmgo_tc_stats* s = (rmmgo_tc_stats*)ms->steps[i].state;
+    rmmgo_tc_hot* h = &s->hot;
+    tc_stats_lock(s);
+    bool ok = h->out_count >= 1 && h->out_bytes >= bytes;
+    if (ok) {
+      h->bytes_value -= (int64_t)bytes;
+      h->count_value--;
+      h->out_bytes -= bytes;
+      h->out_count--;
+    }
+    tc_stats_unlock(s);
+    if (!ok) {
+      tc_steps_unfree(ms, i, bytes);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* ------------------------------------------------------------ allocate */
 
 static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1)) == 0; }
@@ -1444,7 +1605,7 @@ static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1
 /* A miss: one crossing allocates a batch of the class; the first block is
  * the caller's, as many others as the pair's budget allows are cached. */
 static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, rmm_stream_t stream, int k,
-                            size_t size, size_t bytes, size_t alignment, size_t fixed, void** ptr) {
+                            size_t size, size_t bytes, size_t alignment, size_t fixed, void** ptr, bool* go) {
   uintptr_t buf[TC_BUF];
   /* How many blocks: the batch, cut to what the pair may keep. */
   int want = 1;
@@ -1532,26 +1693,17 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   }
   if (!tracked[0]) {
     /* No host memory to track it: serve this call uncached. */
-    return rmmgo_go_allocate((rmm_resource_t)(uintptr_t)h, stream, bytes, alignment, ptr);
+    *go = true;
+    return RMM_SUCCESS;
   }
   *ptr = (void*)buf[0];
   return RMM_SUCCESS;
 }
 
-rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
-  if (ptr == NULL || bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
-  }
-  uint64_t h = (uint64_t)(uintptr_t)mr;
-  tc_mslot* ms = tc_mirror_find(h);
-  int k;
-  size_t size;
-  uint64_t key;
-  tc_cache* c;
-  if (ms == NULL || !tc_classify(ms, bytes, &k, &size) || (c = tc_cache_mine()) == NULL ||
-      ((uintptr_t)stream <= 1 ? (key = 0, 0) : tc_stream_key(c, stream, &key)) != 0) {
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
-  }
+/* A cached allocation: a hit, or a refill. *go is set when the call must
+ * go to Go instead (nothing was done). */
+static rmm_status tc_allocate(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, rmm_stream_t stream, int k,
+                              size_t size, size_t bytes, size_t alignment, void** ptr, bool* go) {
   size_t fixed = atomic_load_explicit(&ms->block, memory_order_relaxed);
   bool adopted = false;
 again:
@@ -1559,7 +1711,8 @@ again:
   tc_pair* p = NULL;
   if (!tc_alive(ms, h) || (p = tc_pair_for(c, h, key, fixed)) == NULL) {
     tc_leave(c);
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
+    *go = true;
+    return RMM_SUCCESS;
   }
   tc_stack* st = &p->cls[k];
   if (st->n > 0) {
@@ -1598,7 +1751,37 @@ again:
       goto again;
     }
   }
-  return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, fixed, ptr);
+  return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, fixed, ptr, go);
+}
+
+rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
+  if (ptr == NULL || bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
+    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
+  }
+  uint64_t h = (uint64_t)(uintptr_t)mr;
+  tc_mslot* ms = tc_mirror_find(h);
+  int k;
+  size_t size;
+  uint64_t key;
+  tc_cache* c;
+  if (ms == NULL || !tc_classify(ms, bytes, &k, &size) || (c = tc_cache_mine()) == NULL ||
+      ((uintptr_t)stream <= 1 ? (key = 0, 0) : tc_stream_key(c, stream, &key)) != 0) {
+    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
+  }
+  int nsteps = atomic_load_explicit(&ms->nsteps, memory_order_relaxed);
+  if (nsteps != 0 && !tc_steps_charge(ms, nsteps, bytes)) {
+    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr); /* a limit refuses it: Go says so */
+  }
+  bool go = false;
+  rmm_status st = tc_allocate(c, ms, h, key, stream, k, size, bytes, alignment, ptr, &go);
+  if (nsteps != 0) {
+    if (go || st != RMM_SUCCESS) {
+      tc_steps_refund(ms, nsteps, bytes);
+    } else {
+      tc_steps_count(ms, nsteps, bytes);
+    }
+  }
+  return go ? rmmgo_go_allocate(mr, stream, bytes, alignment, ptr) : st;
 }
 
 /* ---------------------------------------------------------- deallocate */
@@ -1626,6 +1809,7 @@ static rmm_status tc_free(const char* fn, int which, rmm_resource_t mr, rmm_stre
   uintptr_t b = (uintptr_t)ptr;
   size_t want = bytes > (SIZE_MAX - 255) ? SIZE_MAX : (bytes + 255) & ~(size_t)255;
   uint64_t hid = tc_hid(h);
+  int nsteps = atomic_load_explicit(&ms->nsteps, memory_order_relaxed);
   bool verdict = false; /* a size mismatch the resource has accepted */
 recheck:
   tc_enter(c);
@@ -1653,11 +1837,23 @@ recheck:
     if (why != RMMGO_TC_OK) {
       break;
     }
+    /* The handle's statistics uncount it first (a refusal: Go says why). */
+    if (nsteps != 0 && !tc_steps_uncount(ms, nsteps, bytes)) {
+      tc_leave(c);
+      *go_path = true;
+      return RMM_SUCCESS;
+    }
     /* LIVE -> CACHED, once: of two frees of one block racing, one wins. */
     if (atomic_compare_exchange_weak_explicit(&e->meta, &m, tc_meta(TC_CACHED, tc_meta_cls(m), 0, h),
                                               memory_order_acq_rel, memory_order_acquire)) {
       break;
     }
+    if (nsteps != 0) {
+      tc_steps_unfree(ms, nsteps, bytes);
+    }
+  }
+  if (why == RMMGO_TC_OK && nsteps != 0) {
+    tc_steps_refund(ms, nsteps, bytes); /* freed: the limits take their charge back */
   }
   if (why != RMMGO_TC_OK) {
     tc_leave(c);

@@ -30,13 +30,16 @@ import (
 // tcEnabled reports whether the cache is on (RMMGO_THREAD_CACHE, read once).
 func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 
-// tcFront is the cache of one handle, on the Go side: what its resource is,
-// and the attachment that lets the resource ask for the cached blocks
-// before it grows or fails, and count them as not in use.
+// tcFront is the cache of one handle, on the Go side: the resource its
+// blocks come from (the handle's, or the one at the end of its adaptors,
+// thread_cache_adaptors.go), and the attachment that lets the resource ask
+// for the cached blocks before it grows or fails, and count them as not in
+// use.
 type tcFront struct {
 	handle uintptr
 	res    core.Cacheable
-	device int // the resource's device, for the synchronizations of flushes
+	steps  []C.rmmgo_tc_step // the handle's adaptors, run in C
+	device int               // the resource's device, for the synchronizations of flushes
 	detach func()
 }
 
@@ -46,10 +49,14 @@ var tcFronts sync.Map // uintptr -> *tcFront
 var tcStreamFuncsOnce sync.Once
 
 // tcPublish makes e servable from C when its resource is one a cache may
-// serve and the cache is on. Called once per entry, as it is made.
+// serve (or adaptors C can run over one) and the cache is on. Called once
+// per entry, as it is made.
 func tcPublish(e *entry) {
-	c, ok := e.res.(core.Cacheable)
-	if !ok || !tcEnabled() {
+	if !tcEnabled() {
+		return
+	}
+	c, steps := cacheChain(e.res)
+	if c == nil {
 		return
 	}
 	tcStreamFuncsOnce.Do(func() {
@@ -59,8 +66,8 @@ func tcPublish(e *entry) {
 		}
 		C.rmmgo_tc_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
 	})
-	f := &tcFront{handle: e.handle, res: c, device: -1}
-	if d, ok := e.res.(interface{ Device() int }); ok {
+	f := &tcFront{handle: e.handle, res: c, steps: steps, device: -1}
+	if d, ok := c.(interface{ Device() int }); ok {
 		f.device = d.Device()
 	}
 	f.detach = c.AttachCache(f)
@@ -82,7 +89,9 @@ func (f *tcFront) publish() {
 		batch_blocks:   C.int(l.BatchBlocks),
 		exited_wait_ns: C.int64_t(l.ExitedWait.Nanoseconds()),
 		lone_after_ns:  C.int64_t(l.LoneAfter.Nanoseconds()),
+		nsteps:         C.int(len(f.steps)),
 	}
+	copy(lim.steps[:], f.steps)
 	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
 }
 
@@ -299,7 +308,8 @@ func tcBudget(handle uintptr) (budget uintptr, unreserved int64, cached uintptr)
 // ------------------------------------------------------------ crossings
 
 // tcCall reads a crossing's arguments; the blocks to give back first are
-// given back on the way in.
+// given back on the way in. The resource is the one the handle's blocks
+// come from.
 func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
 	if call.ngive > 0 {
 		tcGiveBackAny(unsafe.Slice(call.give, int(call.ngive)))
@@ -308,8 +318,11 @@ func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	c, ok := e.res.(core.Cacheable)
-	return e, c, ok
+	f := tcFrontOf(e.handle)
+	if f == nil {
+		return nil, nil, false
+	}
+	return e, f.res, true
 }
 
 //export rmmgo_go_refill
@@ -362,14 +375,18 @@ func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes,
 		return badHandle(fn, toHandle(uintptr(handle)))
 	}
 	fn = fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes)
-	kind := e.res.Kind()
+	// The resource the blocks come from says it, as it would behind the
+	// handle's adaptors.
+	var c core.Cacheable
+	if f := tcFrontOf(e.handle); f != nil {
+		c = f.res
+	} else if c, ok = e.res.(core.Cacheable); !ok {
+		return badHandle(fn, toHandle(uintptr(handle)))
+	}
+	kind := c.Kind()
 	var err error
 	switch why {
 	case C.RMMGO_TC_SIZE:
-		c, ok := e.res.(core.Cacheable)
-		if !ok {
-			return statusSuccess
-		}
 		if err = c.CheckFree(uintptr(ptr), uintptr(bytes), uintptr(allocated)); err == nil {
 			return statusSuccess
 		}

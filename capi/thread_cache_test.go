@@ -69,19 +69,41 @@ func TestThreadCacheServesCacheableOnly(t *testing.T) {
 	assert.Equal(t, p, q, "same class, same stream: the block comes back at once")
 	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, q, 5100, 256), lastMessage())
 
-	// An adaptor over the pool is never cached: it must see every call.
+	// An adaptor the C side cannot run (tracking) is never cached: it must
+	// see every call.
+	tr, err := core.NewTracking(pool, false)
+	require.NoError(t, err)
+	te, err := reg.add(tr, false, 0, nil)
+	require.NoError(t, err)
+	assert.Nil(t, tcFrontOf(te.handle))
+	live0, _, _, _ := tcCounts()
+	require.Equal(t, statusSuccess, rmm_allocate(toHandle(te.handle), nil, 5000, 256, &p), lastMessage())
+	live1, _, _, _ := tcCounts()
+	assert.Equal(t, live0, live1)
+	assert.Equal(t, 1, tr.OutstandingCount())
+	require.Equal(t, statusSuccess, rmm_deallocate(toHandle(te.handle), nil, p, 5000, 256), lastMessage())
+	require.NoError(t, reg.release(te.handle))
+
+	// A statistics adaptor over the pool is served from C (its counters in
+	// C memory, thread_cache_adaptors.go), and counts every call.
 	stats, err := core.NewStatistics(pool)
 	require.NoError(t, err)
 	se, err := reg.add(stats, false, 0, nil)
 	require.NoError(t, err)
-	assert.Nil(t, tcFrontOf(se.handle))
-	live0, _, _, _ := tcCounts()
+	if f := tcFrontOf(se.handle); assert.NotNil(t, f) {
+		assert.Equal(t, core.Cacheable(pool), f.res, "its blocks come from the pool")
+	}
+	live0, _, _, _ = tcCounts()
 	require.Equal(t, statusSuccess, rmm_allocate(toHandle(se.handle), nil, 5000, 256, &p), lastMessage())
-	live1, _, _, _ := tcCounts()
-	assert.Equal(t, live0, live1)
-	_, count := stats.Counters()
+	live1, _, _, _ = tcCounts()
+	assert.Equal(t, live0+1, live1)
+	bytes, count := stats.Counters()
 	assert.EqualValues(t, 1, count.Value)
+	assert.EqualValues(t, 5000, bytes.Value)
 	require.Equal(t, statusSuccess, rmm_deallocate(toHandle(se.handle), nil, p, 5000, 256), lastMessage())
+	bytes, count = stats.Counters()
+	assert.Zero(t, count.Value)
+	assert.EqualValues(t, 5000, bytes.Peak)
 	require.NoError(t, reg.release(se.handle))
 
 	// The last release takes every block of the handle out of the C side
