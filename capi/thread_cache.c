@@ -962,9 +962,11 @@ static bool tc_reserve(tc_mslot* ms, tc_pair* p, size_t more) {
     while (avail >= want) {
       if (avail - want < cap) {
         if (lone < 0) {
+          /* Alone now, and never in a crowd or not for lone_after. */
+          int64_t crowd = atomic_load_explicit(&ms->crowd_ns, memory_order_relaxed);
           lone = atomic_load_explicit(&ms->holders, memory_order_relaxed) <= (p->quota > 0 ? 1 : 0) &&
-                 tc_now_ns() - atomic_load_explicit(&ms->crowd_ns, memory_order_relaxed) >=
-                     atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed);
+                 (crowd == 0 ||
+                  tc_now_ns() - crowd >= atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed));
         }
         if (!lone) {
           break;

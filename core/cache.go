@@ -62,9 +62,10 @@ type CacheLimits struct {
 	// Budget is the most bytes the caches in front of the resource may
 	// hold together (blocks allocated from it and held by no user), in
 	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
-	// Caches hold more than Shared together only while one alone (a
-	// thread's cache for one stream) has held part of the budget for
-	// LoneAfter: one thread working alone keeps more than many threads.
+	// Caches hold more than Shared together only while one holds part of
+	// the budget alone (a thread's cache for one stream), when no other
+	// has for LoneAfter (or ever): one thread working alone keeps more
+	// than many threads.
 	Budget uintptr
 	// Shared is what all caches together keep when several hold part of
 	// the budget: cachepolicy.ThreadCaches of the bytes the resource holds.

@@ -8,8 +8,8 @@
 // The rule: a resource holding S bytes from its upstream lets its thread
 // caches hold at most ThreadCaches(S) bytes in all, whatever the number of
 // threads and streams, except that one cache (a thread's, for one stream)
-// that has held part of the budget alone for LoneAfter may keep up to
-// ThreadCachesLone(S): a program with one thread per resource gets a
+// that holds part of the budget alone, when no other has for LoneAfter
+// (or ever), may keep up to ThreadCachesLone(S): a program with one thread per resource gets a
 // larger cache, a crowd of threads a bounded one. Its magazines hold at
 // most Magazines(S) bytes in all. Both give everything back when the resource needs memory: before it
 // grows, and before it fails for want of memory. Blocks of a thread that
@@ -30,7 +30,8 @@ const (
 	// what their resource holds from its upstream, whatever the number of
 	// threads ...
 	Fraction = 16
-	// ... and one thread's cache that has been alone for LoneAfter
+	// ... and one thread's cache, alone on the resource when no other
+	// cache has held part of its budget for LoneAfter (or ever),
 	// 1/LoneFraction (ThreadCachesLone). An eighth for every thread,
 	// unbounded in all, let the thread-churn workload's pool reach
 	// 1.3-1.9x its peak live bytes; a sixteenth for all threads together
@@ -90,8 +91,8 @@ func ThreadCaches(held uintptr) uintptr { return max(ThreadCachesFloor, held/Fra
 func ThreadCachesSpare(held, free uintptr) uintptr { return max(ThreadCaches(held), min(free, held/2)) }
 
 // ThreadCachesLone returns the most bytes the thread caches in front of a
-// resource holding held bytes may hold together: what one cache that has
-// been alone for LoneAfter may keep.
+// resource holding held bytes may hold together: what one cache alone may
+// keep, when no other has held part of the budget for LoneAfter (or ever).
 func ThreadCachesLone(held uintptr) uintptr { return max(ThreadCachesFloor, held/LoneFraction) }
 
 // Magazines returns the most bytes the magazines of a heap of size bytes
