@@ -146,6 +146,7 @@ typedef struct rmmgo_tc_limits {
   size_t quantum;         /* unit in which a thread reserves budget */
   size_t batch_bytes;     /* a refill takes at most this many bytes ... */
   int batch_blocks;       /* ... and blocks */
+  int batch_min_blocks;   /* or this many blocks of a class too large for batch_bytes */
   int64_t exited_wait_ns; /* an exited thread's blocks wait this long for a taker */
   int64_t lone_after_ns;  /* a pair alone this long may keep more than the shared part */
   int nsteps;             /* adaptors the handle's calls go through first */

@@ -228,6 +228,7 @@ typedef struct {
   _Atomic size_t quantum;
   _Atomic size_t batch_bytes;
   atomic_int batch_blocks;
+  atomic_int batch_min_blocks;
   _Atomic int64_t exited_wait_ns;
   _Atomic int64_t lone_after_ns;
   /* The handle last published here: the budget's and round_gone's owner,
@@ -352,6 +353,7 @@ void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* lim) {
   atomic_store_explicit(&s->batch_bytes, lim->batch_bytes, memory_order_relaxed);
   atomic_store_explicit(&s->batch_blocks, lim->batch_blocks < 1 ? 1 : lim->batch_blocks > TC_BUF ? TC_BUF : lim->batch_blocks,
                         memory_order_relaxed);
+  atomic_store_explicit(&s->batch_min_blocks, lim->batch_min_blocks < 1 ? 1 : lim->batch_min_blocks, memory_order_relaxed);
   atomic_store_explicit(&s->exited_wait_ns, lim->exited_wait_ns, memory_order_relaxed);
   atomic_store_explicit(&s->lone_after_ns, lim->lone_after_ns, memory_order_relaxed);
   int nsteps = lim->nsteps < 0 ? 0 : lim->nsteps > RMMGO_TC_MAX_STEPS ? RMMGO_TC_MAX_STEPS : lim->nsteps;
@@ -1616,7 +1618,8 @@ static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key,
   if (p != NULL) {
     size_t bb = atomic_load_explicit(&ms->batch_bytes, memory_order_relaxed);
     int bn = atomic_load_explicit(&ms->batch_blocks, memory_order_relaxed);
-    size_t extra = (bb > size ? bb / size : 1) - 1;
+    size_t bmin = (size_t)atomic_load_explicit(&ms->batch_min_blocks, memory_order_relaxed);
+    size_t extra = (bb / size > bmin ? bb / size : bmin) - 1;
     if (extra > (size_t)(bn - 1)) {
       extra = (size_t)(bn - 1);
     }

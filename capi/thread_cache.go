@@ -80,16 +80,17 @@ func tcPublish(e *entry) {
 func (f *tcFront) publish() {
 	l := f.res.CacheLimits()
 	lim := C.rmmgo_tc_limits{
-		max_request:    C.size_t(l.MaxRequest),
-		block:          C.size_t(l.BlockSize),
-		budget:         C.size_t(l.Budget),
-		shared:         C.size_t(l.Shared),
-		quantum:        C.size_t(l.Quantum),
-		batch_bytes:    C.size_t(l.BatchBytes),
-		batch_blocks:   C.int(l.BatchBlocks),
-		exited_wait_ns: C.int64_t(l.ExitedWait.Nanoseconds()),
-		lone_after_ns:  C.int64_t(l.LoneAfter.Nanoseconds()),
-		nsteps:         C.int(len(f.steps)),
+		max_request:      C.size_t(l.MaxRequest),
+		block:            C.size_t(l.BlockSize),
+		budget:           C.size_t(l.Budget),
+		shared:           C.size_t(l.Shared),
+		quantum:          C.size_t(l.Quantum),
+		batch_bytes:      C.size_t(l.BatchBytes),
+		batch_blocks:     C.int(l.BatchBlocks),
+		batch_min_blocks: C.int(l.BatchMinBlocks),
+		exited_wait_ns:   C.int64_t(l.ExitedWait.Nanoseconds()),
+		lone_after_ns:    C.int64_t(l.LoneAfter.Nanoseconds()),
+		nsteps:           C.int(len(f.steps)),
 	}
 	copy(lim.steps[:], f.steps)
 	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)

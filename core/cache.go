@@ -74,9 +74,11 @@ type CacheLimits struct {
 	// Quantum is the unit in which one thread's cache reserves part of
 	// the budget and gives it back.
 	Quantum uintptr
-	// A refill takes at most BatchBlocks blocks and BatchBytes bytes.
-	BatchBlocks int
-	BatchBytes  uintptr
+	// A refill takes at most BatchBlocks blocks and BatchBytes bytes, or
+	// BatchMinBlocks blocks of a class too large for that.
+	BatchBlocks    int
+	BatchBytes     uintptr
+	BatchMinBlocks int
 	// ExitedWait is how long the blocks a thread left when it exited
 	// wait for another thread to take them over before they go back.
 	ExitedWait time.Duration
@@ -106,15 +108,16 @@ func cacheLimitsFree(maxRequest, block, held, free uintptr) CacheLimits {
 		maxRequest = cachepolicy.MaxBlock
 	}
 	return CacheLimits{
-		MaxRequest:  maxRequest,
-		BlockSize:   block,
-		Budget:      max(cachepolicy.ThreadCachesLone(held), cachepolicy.ThreadCachesSpare(held, free)),
-		Shared:      cachepolicy.ThreadCachesSpare(held, free),
-		Quantum:     cachepolicy.Quantum,
-		BatchBlocks: cachepolicy.BatchBlocks,
-		BatchBytes:  cachepolicy.BatchBytes,
-		ExitedWait:  cachepolicy.ExitedWait,
-		LoneAfter:   cachepolicy.LoneAfter,
+		MaxRequest:     maxRequest,
+		BlockSize:      block,
+		Budget:         max(cachepolicy.ThreadCachesLone(held), cachepolicy.ThreadCachesSpare(held, free)),
+		Shared:         cachepolicy.ThreadCachesSpare(held, free),
+		Quantum:        cachepolicy.Quantum,
+		BatchBlocks:    cachepolicy.BatchBlocks,
+		BatchBytes:     cachepolicy.BatchBytes,
+		BatchMinBlocks: cachepolicy.BatchMinBlocks,
+		ExitedWait:     cachepolicy.ExitedWait,
+		LoneAfter:      cachepolicy.LoneAfter,
 	}
 }
 

@@ -60,9 +60,13 @@ const (
 	Quantum = 256 << 10
 
 	// A refill of a thread cache takes at most BatchBlocks blocks and at
-	// most BatchBytes bytes (at least one block).
-	BatchBlocks = 32
-	BatchBytes  = 1 << 20
+	// most BatchBytes bytes, or BatchMinBlocks blocks of a class larger
+	// than a BatchMinBlocks-th of BatchBytes (one block of 1 MiB a refill
+	// left the random workload's medium fixed_size case crossing into Go
+	// on most of its misses, one by one).
+	BatchBlocks    = 32
+	BatchBytes     = 1 << 20
+	BatchMinBlocks = 4
 
 	// ExitedWait is how long the blocks a thread left in its cache when it
 	// exited wait for a new thread on the same resource and stream to take
