@@ -111,6 +111,8 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
 #define RMMGO_TC_STEP_STATISTICS 1
 #define RMMGO_TC_STEP_LIMITING 2
 #define RMMGO_TC_MAX_STEPS 4
+/* Most block sizes a handle's limits list (a binning resource's bins). */
+#define RMMGO_TC_MAX_SIZES 32
 
 /* A statistics adaptor's core.StatisticsHot (same layout; a Go test checks
  * it): the innermost level's counters and what is outstanding. */
@@ -149,6 +151,8 @@ typedef struct rmmgo_tc_limits {
   int batch_min_blocks;   /* or this many blocks of a class too large for batch_bytes */
   int64_t exited_wait_ns; /* an exited thread's blocks wait this long for a taker */
   int64_t lone_after_ns;  /* a pair alone this long may keep more than the shared part */
+  int nsizes;             /* the resource's block sizes (a binning resource's bins), ascending: */
+  size_t sizes[RMMGO_TC_MAX_SIZES]; /* a request takes the first that holds it, when that is a class */
   int nsteps;             /* adaptors the handle's calls go through first */
   rmmgo_tc_step steps[RMMGO_TC_MAX_STEPS];
 } rmmgo_tc_limits;
@@ -212,11 +216,12 @@ RMMGO_INTERNAL void rmmgo_tc_stream_retired(void);
 
 /* Takes out of every thread's cache and the depot the cached blocks of
  * handle (0: of every handle); with by_key, only those cached under stream
- * key `key`. With drop_live, the table also forgets the handle's live
- * blocks. The quota of what it takes goes back to the budget. Returns a
- * malloc'd array the caller frees, and its length in *n (NULL and 0 when
- * none). */
-RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n);
+ * key `key`; with hi != 0, only those of a size class in (lo, hi]. With
+ * drop_live, the table also forgets the handle's live blocks. The quota of
+ * what it takes goes back to the budget. Returns a malloc'd array the
+ * caller frees, and its length in *n (NULL and 0 when none). */
+RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t lo,
+                                                size_t hi, size_t* n);
 
 /* Bytes of handle's blocks that the caches hold and no user does: cached
  * blocks (threads' and the depot's) and the rounding of live blocks up to

@@ -238,6 +238,9 @@ typedef struct {
    * handle is published). */
   atomic_int nsteps;
   rmmgo_tc_step steps[RMMGO_TC_MAX_STEPS];
+  /* The resource's block sizes (a binning resource's bins), ascending. */
+  atomic_int nsizes;
+  size_t sizes[RMMGO_TC_MAX_SIZES];
   /* Written by pairs: on a line of their own, so that a reservation does
    * not take the line every call reads away from the other threads. */
   _Atomic int64_t avail __attribute__((aligned(64))); /* the part of the budget no pair or depot entry reserved */
@@ -356,6 +359,13 @@ void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* lim) {
   atomic_store_explicit(&s->batch_min_blocks, lim->batch_min_blocks < 1 ? 1 : lim->batch_min_blocks, memory_order_relaxed);
   atomic_store_explicit(&s->exited_wait_ns, lim->exited_wait_ns, memory_order_relaxed);
   atomic_store_explicit(&s->lone_after_ns, lim->lone_after_ns, memory_order_relaxed);
+  /* Published while the slot serves no handle (first, or unpublished by a
+   * bin change) or with the same sizes: readers never see them change. */
+  int nsizes = lim->nsizes < 0 || lim->nsizes > RMMGO_TC_MAX_SIZES ? 0 : lim->nsizes;
+  if (atomic_load_explicit(&s->handle, memory_order_relaxed) == 0) {
+    memcpy(s->sizes, lim->sizes, (size_t)nsizes * sizeof s->sizes[0]);
+    atomic_store_explicit(&s->nsizes, nsizes, memory_order_relaxed);
+  }
   int nsteps = lim->nsteps < 0 ? 0 : lim->nsteps > RMMGO_TC_MAX_STEPS ? RMMGO_TC_MAX_STEPS : lim->nsteps;
   memcpy(s->steps, lim->steps, (size_t)nsteps * sizeof s->steps[0]);
   atomic_store_explicit(&s->nsteps, nsteps, memory_order_relaxed);
@@ -399,6 +409,26 @@ static inline bool tc_classify(tc_mslot* s, size_t bytes, int* cls, size_t* size
     return true;
   }
   int c = tc_class_of(bytes);
+  int ns = atomic_load_explicit(&s->nsizes, memory_order_relaxed);
+  if (ns != 0 && bytes <= s->sizes[ns - 1]) {
+    /* The resource's own block sizes (a binning resource's bins): every
+     * request of a bin takes a block of the bin's size, so they share one
+     * class, when that size is a class. */
+    int lo = 0, hi = ns - 1;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (s->sizes[mid] >= bytes) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    size_t bs = s->sizes[lo]; /* read once: checked, whatever a republish did */
+    int b = bs >= bytes && bs <= TC_CLASS_MAX ? tc_class_of(bs) : c;
+    if (tc_class_size(b) == bs) {
+      c = b;
+    }
+  }
   size_t sz = tc_class_size(c);
   if (sz > limit) {
     return false; /* the class's blocks would come from beyond the limit */
@@ -1014,13 +1044,17 @@ static bool tc_out_push(rmmgo_tc_block** out, size_t* n, size_t* cap, uint64_t h
   return true;
 }
 
-/* Moves every block of p into out (grown as needed), forgetting them in
- * the table. Stops early (leaving the rest cached) if out cannot grow.
- * Returns whether it took them all. p's owner is stopped (or gone). */
-static bool tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap) {
+/* Moves every block of p whose class size is in (lo, hi] (hi 0: any) into
+ * out (grown as needed), forgetting them in the table. Stops early (leaving
+ * the rest cached) if out cannot grow. Returns whether it took them all.
+ * p's owner is stopped (or gone). */
+static bool tc_pair_take_sizes(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap, size_t lo, size_t hi) {
   for (int k = 0; k < TC_CLASSES; k++) {
     tc_stack* st = &p->cls[k];
     size_t size = tc_pair_class_size(p, k);
+    if (st->n > 0 && hi != 0 && (size <= lo || size > hi)) {
+      continue;
+    }
     while (st->n > 0) {
       uintptr_t b = st->v[st->n - 1].ptr;
       if (!tc_out_push(out, n, cap, p->handle, p->key, b, size)) {
@@ -1033,6 +1067,10 @@ static bool tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* ca
     }
   }
   return true;
+}
+
+static bool tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap) {
+  return tc_pair_take_sizes(p, out, n, cap, 0, 0);
 }
 
 /* The key's destructor: runs as the thread exits, must not enter Go. Its
@@ -1188,7 +1226,8 @@ static bool tc_adopt(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, size_t
 
 /* -------------------------------------------------------------- collecting */
 
-rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n) {
+rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t lo, size_t hi,
+                                 size_t* n) {
   rmmgo_tc_block* out = NULL;
   size_t cnt = 0, cap = 0;
   pthread_once(&tc_mb_once, tc_mb_init);
@@ -1201,9 +1240,10 @@ rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int 
         continue;
       }
       if (p->blocks > 0) {
-        tc_pair_take(p, &out, &cnt, &cap);
+        tc_pair_take_sizes(p, &out, &cnt, &cap, lo, hi);
       }
-      /* Whatever it reserved goes back: the blocks are on their way. */
+      /* Whatever it reserved beyond what it keeps goes back: the blocks are
+       * on their way. */
       tc_mslot* ms = tc_account(p->handle);
       if (ms != NULL) {
         atomic_fetch_add_explicit(&ms->avail, (int64_t)(p->quota - p->bytes), memory_order_relaxed);
@@ -1219,8 +1259,15 @@ rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int 
       i++;
       continue;
     }
-    if (!tc_pair_take(p, &out, &cnt, &cap)) {
+    if (!tc_pair_take_sizes(p, &out, &cnt, &cap, lo, hi)) {
       break;
+    }
+    if (p->blocks > 0) {
+      /* Blocks of other sizes stay, with their quota. */
+      tc_unreserve(p->handle, p->quota - p->bytes);
+      tc_set_quota(p, p->bytes);
+      i++;
+      continue;
     }
     tc_depot[i] = tc_depot[--tc_ndepot];
     tc_unreserve(p->handle, p->quota);

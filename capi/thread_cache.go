@@ -115,7 +115,7 @@ func tcRetire(e *entry) {
 	}
 	f := v.(*tcFront)
 	C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
-	_ = f.giveBack(tcCollect(e.handle, false, 0, true), core.DefaultStream)
+	_ = f.giveBack(tcCollect(e.handle, false, 0, true, 0, 0), core.DefaultStream)
 	f.detach()
 }
 
@@ -129,7 +129,7 @@ func tcWithout(handle uintptr, fn func()) {
 		return
 	}
 	C.rmmgo_tc_unpublish(C.uint64_t(handle))
-	_ = f.giveBack(tcCollect(handle, false, 0, false), core.DefaultStream)
+	_ = f.giveBack(tcCollect(handle, false, 0, false, 0, 0), core.DefaultStream)
 	defer func() {
 		if _, ok := reg.lookup(handle); ok && tcFrontOf(handle) == f {
 			f.publish()
@@ -148,7 +148,16 @@ func tcFlush(handle uintptr) {
 // Reclaim gives every block cached for the handle back to its resource
 // (core.BlockCache): the resource needs memory.
 func (f *tcFront) Reclaim(need uintptr) bool {
-	blocks := tcCollect(f.handle, false, 0, false)
+	blocks := tcCollect(f.handle, false, 0, false, 0, 0)
+	_ = f.giveBack(blocks, core.DefaultStream)
+	return len(blocks) > 0
+}
+
+// ReclaimSizes gives back the blocks cached for the handle whose size is
+// in (lo, hi] (core.SizedBlockCache): a bin of a binning resource needs
+// only blocks of its own sizes.
+func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
+	blocks := tcCollect(f.handle, false, 0, false, lo, hi)
 	_ = f.giveBack(blocks, core.DefaultStream)
 	return len(blocks) > 0
 }
@@ -158,7 +167,7 @@ func (f *tcFront) Reclaim(need uintptr) bool {
 func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }
 
 // tcCollect takes blocks out of the caches (rmmgo_tc_collect).
-func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool) []C.rmmgo_tc_block {
+func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool, lo, hi uintptr) []C.rmmgo_tc_block {
 	var n C.size_t
 	bk, dl := C.int(0), C.int(0)
 	if byKey {
@@ -167,7 +176,7 @@ func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool) []C.rmmgo_
 	if dropLive {
 		dl = 1
 	}
-	p := C.rmmgo_tc_collect(C.uint64_t(handle), bk, C.uint64_t(key), dl, &n)
+	p := C.rmmgo_tc_collect(C.uint64_t(handle), bk, C.uint64_t(key), dl, C.size_t(lo), C.size_t(hi), &n)
 	if p == nil {
 		return nil
 	}
@@ -272,7 +281,7 @@ func tcFlushStream(s core.Stream) {
 	if err != nil {
 		return // not a live stream: the destroy reports it
 	}
-	blocks := tcCollect(0, true, key, false)
+	blocks := tcCollect(0, true, key, false, 0, 0)
 	for len(blocks) > 0 {
 		h := blocks[0].handle
 		n := 1

@@ -581,3 +581,41 @@ func TestStreamKeyOfID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, k)
 }
+
+// TestThreadCacheReclaimSizes: a bin of a binning resource that needs a
+// chunk takes back only the cached blocks of its own sizes.
+func TestThreadCacheReclaimSizes(t *testing.T) {
+	requireCache(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cuda, err := core.NewCuda()
+	require.NoError(t, err)
+	b, err := core.NewBinning(cuda, 10, 14) // bins 1 KiB .. 16 KiB
+	require.NoError(t, err)
+	e, err := reg.add(b, true, 0, nil)
+	require.NoError(t, err)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	f := tcFrontOf(e.handle)
+	require.NotNil(t, f)
+	park := func(n uint64, k int) {
+		ps := make([]unsafe.Pointer, k)
+		for i := range ps {
+			require.Equal(t, statusSuccess, rmm_allocate(h, nil, cSize(n), 256, &ps[i]), lastMessage())
+		}
+		for i := range ps {
+			require.Equal(t, statusSuccess, rmm_deallocate(h, nil, ps[i], cSize(n), 256), lastMessage())
+		}
+	}
+	park(1000, 8)  // the 1 KiB bin
+	park(12000, 8) // the 16 KiB bin (class 12 KiB)
+	_, before, _, _ := tcCounts()
+	require.GreaterOrEqual(t, before, 16)
+	assert.True(t, f.ReclaimSizes(8<<10, 16<<10), "the 16 KiB bin's blocks")
+	_, after, _, _ := tcCounts()
+	assert.GreaterOrEqual(t, before-after, 8)
+	assert.False(t, f.ReclaimSizes(8<<10, 16<<10), "none left of those sizes")
+	assert.True(t, f.ReclaimSizes(512, 1<<10), "the 1 KiB bin's are still there")
+	_, rest, _, _ := tcCounts()
+	assert.Zero(t, rest)
+}

@@ -59,6 +59,10 @@ type CacheLimits struct {
 	// BlockSize, when not 0, is the size of every block: each request up
 	// to MaxRequest gets one (a fixed-size resource).
 	BlockSize uintptr
+	// BlockSizes, ascending, are the sizes of the blocks the resource hands
+	// out for requests up to the last (a binning resource's bins): a cache
+	// may keep every request a size serves as blocks of that size.
+	BlockSizes []uintptr
 	// Budget is the most bytes the caches in front of the resource may
 	// hold together (blocks allocated from it and held by no user), in
 	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
@@ -133,6 +137,16 @@ type BlockCache interface {
 	// it handed out that the users did not ask for (the rounding of a
 	// request up to its size class).
 	HeldBytes() uintptr
+}
+
+// SizedBlockCache is a BlockCache that can also give back only the blocks
+// of some sizes: ReclaimSizes gives back those of a size in (lo, hi] (as
+// the cache keeps them, rounded up to its size classes) and reports
+// whether it gave anything back. A binning resource's bin asks only for
+// the sizes it serves.
+type SizedBlockCache interface {
+	BlockCache
+	ReclaimSizes(lo, hi uintptr) bool
 }
 
 // StreamKey returns the key by which core's stream-ordered resources know
