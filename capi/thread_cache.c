@@ -203,12 +203,12 @@ static void tc_mb_init(void) {
 static void tc_heavy_barrier(void) {
   atomic_thread_fence(memory_order_seq_cst);
 #if defined(__linux__) && defined(__NR_membarrier)
-  if (tc_mb_ok) {
-    while (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
-      /* Registered, so it does not fail; should it, try again rather than
-       * let a section run unordered. */
-      sched_yield();
-    }
+  if (tc_mb_ok && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    /* Registered, so it does not fail, but in the child of a fork (a new
+     * address space, registered again here; the child has one thread,
+     * which the fence above orders). */
+    (void)syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+    (void)syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   }
 #endif
 }
