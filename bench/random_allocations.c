@@ -169,6 +169,9 @@ static struct {
   int bin_min_exp, bin_max_exp;
   size_t fixed_blocks;
   double budget_s;
+  bool cpu_timer; /* --timer cpu: the threads' CPU time instead of the wall clock */
+  int adaptor;    /* --adaptor: wrap each resource in this adaptor kind (0: none) */
+  const char* adaptor_name;
   size_t frag_cap; /* the fragmentation workload's maximum size; 0: 8 GiB on CUDA, a quarter of the device */
 } opt;
 
@@ -201,6 +204,12 @@ static void usage(FILE* f) {
           "  --bins MIN:MAX        binning's fixed-size bins 2^MIN..2^MAX bytes (default 8:22)\n"
           "  --fixed-blocks N      fixed_size blocks preallocated at a time (default 128)\n"
           "  --budget SECONDS      start no new configuration after this long (default: none)\n"
+          "  --adaptor KIND        wrap each resource under test in an adaptor: statistics, limiting\n"
+          "                        (limit: the device's memory), tracking (no stacks) or logging (to\n"
+          "                        /dev/null); rows are named resource+adaptor\n"
+          "  --timer wall|cpu      time the wall clock (default), or the threads' CPU time: per op is\n"
+          "                        all threads' CPU time over their ops (steadier on a shared machine;\n"
+          "                        waiting threads cost nothing, so it hides contention that sleeps)\n"
           "  --frag-cap BYTES      the fragmentation workload's maximum size (default 8GiB on CUDA,\n"
           "                        a quarter of device memory on the simulated device)\n"
           "Sizes take B, KiB, MiB, GiB (or kB, MB, GB).\n");
@@ -277,7 +286,7 @@ static bool parse_args(int argc, char** argv) {
       static const char* const valued[] = {"--case", "--resource", "--threads", "--reps", "--warmup", "--max-usage",
                                            "--num-allocations", "--max-size", "--stream", "--seed", "--device",
                                            "--pool-initial", "--arena-size", "--bins", "--fixed-blocks", "--budget",
-                                           "--frag-cap"};
+                                           "--frag-cap", "--timer", "--adaptor"};
       bool known = false;
       for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known = known || strcmp(arg, valued[k]) == 0;
       if (!known) {
@@ -326,6 +335,25 @@ static bool parse_args(int argc, char** argv) {
              opt.bin_min_exp <= opt.bin_max_exp && opt.bin_max_exp < 63;
       } else if (strcmp(arg, "--fixed-blocks") == 0) ok = parse_bytes(v, &opt.fixed_blocks) && opt.fixed_blocks > 0;
       else if (strcmp(arg, "--budget") == 0) ok = (opt.budget_s = atof(v)) > 0;
+      else if (strcmp(arg, "--adaptor") == 0) {
+        static const struct {
+          const char* name;
+          int kind;
+        } ads[] = {{"statistics", RMM_RESOURCE_STATISTICS}, {"limiting", RMM_RESOURCE_LIMITING},
+                   {"tracking", RMM_RESOURCE_TRACKING}, {"logging", RMM_RESOURCE_LOGGING}, {"none", 0}};
+        ok = false;
+        for (size_t k = 0; k < sizeof ads / sizeof ads[0]; k++) {
+          if (strcmp(v, ads[k].name) == 0) {
+            opt.adaptor = ads[k].kind;
+            opt.adaptor_name = opt.adaptor ? ads[k].name : NULL;
+            ok = true;
+          }
+        }
+      } else if (strcmp(arg, "--timer") == 0) {
+        if (strcmp(v, "wall") == 0) opt.cpu_timer = false;
+        else if (strcmp(v, "cpu") == 0) opt.cpu_timer = true;
+        else ok = false;
+      }
       else if (strcmp(arg, "--frag-cap") == 0) ok = parse_bytes(v, &opt.frag_cap) && opt.frag_cap > 0;
       if (!ok) {
         fprintf(stderr, "random_allocations: bad value for %s: %s\n", arg, v);
@@ -348,6 +376,8 @@ typedef struct {
   rmm_resource_t upstream;  /* statistics adaptor below it, or NULL     */
   rmm_mem_pool_t cuda_pool; /* a CUDA pool whose reserved memory counts */
   bool maps;                /* expandable: what it holds is rmm_pool_size, sampled */
+  rmm_resource_t inner;     /* --adaptor: the resource the adaptor (mr) wraps */
+  char label[64];           /* --adaptor: resource+adaptor */
 } allocator;
 
 enum { ALLOC_OK = 0, ALLOC_NO_MEMORY = 1, ALLOC_ERROR = 2 };
@@ -392,6 +422,12 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double thread_cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 typedef struct {
   /* in */
   const allocator* a;
@@ -406,6 +442,7 @@ typedef struct {
   /* out */
   uint64_t ops, failures;
   double t_start, t_end;
+  double cpu; /* the thread's CPU time for the loop, seconds */
   char error[256];
 } worker;
 
@@ -445,6 +482,7 @@ static void* run_worker(void* arg) {
   const size_t n = w->num_allocations;
   const rmm_stream_t s = w->stream;
   w->t_start = now_s();
+  const double cpu0 = thread_cpu_s();
   for (size_t step = 0; step < 2 * n; step++) {
     size_t size = 1 + (size_t)(splitmix64(&rng) % w->max_size);
     bool do_alloc = true;
@@ -494,6 +532,7 @@ static void* run_worker(void* arg) {
     ops++;
   }
   rmm_stream_synchronize(s);
+  w->cpu = thread_cpu_s() - cpu0;
   w->t_end = now_s();
   w->ops = ops;
   w->failures = failures;
@@ -596,8 +635,9 @@ static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams
     pthread_barrier_wait(&tm->go);   /* the threads start together */
     pthread_barrier_wait(&tm->done); /* and are all done */
   }
-  double first = 1e300, last = 0;
+  double first = 1e300, last = 0, cpu = 0;
   for (int t = 0; t < threads; t++) {
+    cpu += ws[t].cpu;
     if (tm == NULL) pthread_join(tids[t], NULL);
     if (ws[t].error[0] != '\0' && r.error[0] == '\0') snprintf(r.error, sizeof r.error, "%s", ws[t].error);
     if (ws[t].t_start < first) first = ws[t].t_start;
@@ -606,7 +646,9 @@ static rep_result run_rep(const allocator* a, int threads, rmm_stream_t* streams
     r.failures += ws[t].failures;
   }
   pthread_barrier_destroy(&start);
-  r.seconds = last - first;
+  /* With --timer cpu, the seconds such that threads / (ops / seconds) is
+   * the CPU time per op of a thread. */
+  r.seconds = opt.cpu_timer ? cpu / threads : last - first;
   return r;
 }
 
@@ -732,8 +774,34 @@ static bool make_resource(int r, size_t max_size, allocator* a, char* err, size_
   return true;
 }
 
+/* --adaptor: puts the adaptor kind over a->mr (the resource under test),
+ * which becomes a->inner. */
+static bool wrap_adaptor(allocator* a, char* err, size_t en) {
+  rmm_resource_options o;
+  rmm_resource_options_init(&o);
+  o.upstream = a->mr;
+  if (opt.adaptor == RMM_RESOURCE_LIMITING) {
+    size_t free_b = 0, total_b = 0;
+    rmm_mem_get_info(&free_b, &total_b);
+    o.allocation_limit = total_b;
+  }
+  if (opt.adaptor == RMM_RESOURCE_LOGGING) o.log_file = "/dev/null";
+  rmm_resource_t ad = NULL;
+  if (rmm_resource_create((rmm_resource_kind)opt.adaptor, &o, &ad) != RMM_SUCCESS) {
+    snprintf(err, en, "%s: %s", opt.adaptor_name, lib_error());
+    return false;
+  }
+  a->inner = a->mr;
+  a->mr = ad;
+  snprintf(a->label, sizeof a->label, "%s+%s", a->name, opt.adaptor_name);
+  a->name = a->label;
+  return true;
+}
+
 static void release_allocator(allocator* a) {
   if (a->mr != NULL) rmm_resource_release(a->mr);
+  if (a->inner != NULL) rmm_resource_release(a->inner);
+  a->inner = NULL;
   if (a->upstream != NULL) rmm_resource_release(a->upstream);
   a->mr = a->upstream = NULL;
 }
@@ -1148,9 +1216,13 @@ int main(int argc, char** argv) {
          "UINT64_MAX; before each cuda_async row, cudaMallocFromPoolAsync/cudaFreeAsync on the pool of a fresh "
          "cuda_async resource): %s\n",
          !baselines ? why : opt.cuda_malloc_baseline ? "measured in this run" : "cudaMallocAsync measured in this run, cudaMalloc left out (--no-cudamalloc)");
-  printf("- ops/s: all threads' ops over the wall time from the first thread's start to the last one's end "
-         "(stream synchronised); per op: threads / (ops/s); vs cudaMallocAsync: ops/s over its ops/s for the same "
-         "case and threads\n");
+  if (opt.cpu_timer)
+    printf("- timer: the threads' CPU time (--timer cpu): per op = all threads' CPU time over their ops; ops/s = "
+           "threads / per op; vs cudaMallocAsync: ops/s over its ops/s for the same case and threads\n");
+  else
+    printf("- ops/s: all threads' ops over the wall time from the first thread's start to the last one's end "
+           "(stream synchronised); per op: threads / (ops/s); vs cudaMallocAsync: ops/s over its ops/s for the same "
+           "case and threads\n");
   printf("- memory: peak reserved = peak bytes taken from the upstream (a statistics adaptor under the "
          "sub-allocator, or the CUDA pool's reserved high-water mark); peak live = peak bytes live over all "
          "threads, from one extra untimed repetition; efficiency = reserved / live\n");
@@ -1203,7 +1275,7 @@ int main(int argc, char** argv) {
         continue;
       }
       if (baselines) {
-        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL, false};
+        allocator base = {"cudaMallocAsync", KIND_CUDA_MALLOC_ASYNC, NULL, NULL, NULL, false, NULL, ""};
         uint64_t max64 = UINT64_MAX, zero = 0;
         cu.set_device(opt.device);
         cu.device_synchronize();
@@ -1217,7 +1289,7 @@ int main(int argc, char** argv) {
         } else {
           async_rate = run_config(&base, bc->name, threads, n, max_size, max_usage, 0, ws, ptrs, sizes);
         }
-        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL, false};
+        allocator plain = {"cudaMalloc", KIND_CUDA_MALLOC, NULL, NULL, NULL, false, NULL, ""};
         if (!opt.cuda_malloc_baseline) {
           /* left out on request (--no-cudamalloc) */
         } else if (opt.budget_s > 0 && now_s() - t_begin > opt.budget_s) {
@@ -1238,7 +1310,9 @@ int main(int argc, char** argv) {
         }
         allocator a;
         char err[512] = "";
-        if (!make_resource(r, max_size, &a, err, sizeof err)) {
+        if (!make_resource(r, max_size, &a, err, sizeof err) ||
+            (opt.adaptor != 0 && r != R_CUDA && !wrap_adaptor(&a, err, sizeof err))) {
+          if (a.mr != NULL) release_allocator(&a);
           printf("| %s | %s | %d | | failed to make: %s | | | | | | | |\n", resource_names[r], bc->name, threads, err);
           fflush(stdout);
           failed++;

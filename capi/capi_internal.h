@@ -106,15 +106,56 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
  * handles of core.Cacheable resources (docs/thread-cache.md); the Go halves
  * below (thread_cache.go) do what the cache cannot. */
 
+/* Adaptors a cached handle's calls run in C (thread_cache_adaptors.go): the
+ * chain of statistics and limiting adaptors from the handle down to the
+ * core.Cacheable resource whose blocks the cache keeps, outermost first. */
+#define RMMGO_TC_STEP_STATISTICS 1
+#define RMMGO_TC_STEP_LIMITING 2
+#define RMMGO_TC_MAX_STEPS 4
+/* Most block sizes a handle's limits list (a binning resource's bins). */
+#define RMMGO_TC_MAX_SIZES 32
+
+/* A statistics adaptor's core.StatisticsHot (same layout; a Go test checks
+ * it): the innermost level's counters and what is outstanding. */
+typedef struct rmmgo_tc_hot {
+  int64_t bytes_value, bytes_peak, bytes_total;
+  int64_t count_value, count_peak, count_total;
+  uintptr_t out_bytes;
+  int64_t out_count;
+} rmmgo_tc_hot;
+
+/* Where it lives while C counts: under lock (0 free, 1 held), which Go
+ * takes too (with atomic operations on the same word). */
+typedef struct rmmgo_tc_stats {
+  uint32_t lock;
+  uint32_t pad_;
+  rmmgo_tc_hot hot;
+} rmmgo_tc_stats;
+
+typedef struct rmmgo_tc_step {
+  int kind;         /* RMMGO_TC_STEP_* */
+  uintptr_t state;  /* rmmgo_tc_stats*, or the limiting adaptor's account (a size_t) */
+  size_t limit;     /* limiting: the allocation limit ... */
+  size_t alignment; /* ... and the alignment charges are rounded up to */
+} rmmgo_tc_step;
+
 /* A resource's core.CacheLimits, as the registry publishes them. */
 typedef struct rmmgo_tc_limits {
   size_t max_request;     /* largest request served (0: none) */
   size_t block;           /* every block's size (fixed_size), else 0 */
-  size_t budget;          /* bytes all threads' caches may hold for the handle */
+  size_t budget;          /* bytes all threads' caches may hold for the handle (one thread alone) */
+  size_t shared;          /* the part of it that does not shrink with the threads: n threads
+                             holding part of the budget may hold shared + (budget - shared) / n */
   size_t quantum;         /* unit in which a thread reserves budget */
   size_t batch_bytes;     /* a refill takes at most this many bytes ... */
   int batch_blocks;       /* ... and blocks */
+  int batch_min_blocks;   /* or this many blocks of a class too large for batch_bytes */
   int64_t exited_wait_ns; /* an exited thread's blocks wait this long for a taker */
+  int64_t lone_after_ns;  /* a pair alone this long may keep more than the shared part */
+  int nsizes;             /* the resource's block sizes (a binning resource's bins), ascending: */
+  size_t sizes[RMMGO_TC_MAX_SIZES]; /* a request takes the first that holds it, when that is a class */
+  int nsteps;             /* adaptors the handle's calls go through first */
+  rmmgo_tc_step steps[RMMGO_TC_MAX_STEPS];
 } rmmgo_tc_limits;
 
 /* A block taken out of the cache, to give back to its resource. */
@@ -128,7 +169,7 @@ typedef struct rmmgo_tc_block {
 /* One crossing into Go: a refill (allocate up to n blocks of size bytes
  * into ptrs; got says how many) or a drain (deallocate the n blocks in
  * ptrs), which first gives back the blocks in give (exited threads'). Go
- * sets budget to the handle's budget now (0: unknown). bytes and alignment
+ * sets budget and shared to the handle's budget now (0: unknown). bytes and alignment
  * are the caller's request, for messages. */
 typedef struct rmmgo_tc_call {
   uint64_t handle;
@@ -138,7 +179,7 @@ typedef struct rmmgo_tc_call {
   uintptr_t* ptrs;
   int n;
   int got;
-  size_t budget;
+  size_t budget, shared;
   const rmmgo_tc_block* give;
   size_t ngive;
 } rmmgo_tc_call;
@@ -151,6 +192,10 @@ typedef struct rmmgo_tc_call {
 /* Which call frees (for messages). */
 #define RMMGO_TC_FREE 0      /* rmm_deallocate */
 #define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */
+
+/* The largest size class of the cache's mechanism (a resource's
+ * MaxRequest is cut to it). */
+RMMGO_INTERNAL size_t rmmgo_tc_class_max(void);
 
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
  * environment turns it off; read once. */
@@ -172,11 +217,12 @@ RMMGO_INTERNAL void rmmgo_tc_stream_retired(void);
 
 /* Takes out of every thread's cache and the depot the cached blocks of
  * handle (0: of every handle); with by_key, only those cached under stream
- * key `key`. With drop_live, the table also forgets the handle's live
- * blocks. The quota of what it takes goes back to the budget. Returns a
- * malloc'd array the caller frees, and its length in *n (NULL and 0 when
- * none). */
-RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t* n);
+ * key `key`; with hi != 0, only those of a size class in (lo, hi]. With
+ * drop_live, the table also forgets the handle's live blocks. The quota of
+ * what it takes goes back to the budget. Returns a malloc'd array the
+ * caller frees, and its length in *n (NULL and 0 when none). */
+RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uint64_t key, int drop_live, size_t lo,
+                                                size_t hi, size_t* n);
 
 /* Bytes of handle's blocks that the caches hold and no user does: cached
  * blocks (threads' and the depot's) and the rounding of live blocks up to

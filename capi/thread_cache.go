@@ -31,13 +31,16 @@ import (
 // tcEnabled reports whether the cache is on (RMMGO_THREAD_CACHE, read once).
 func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 
-// tcFront is the cache of one handle, on the Go side: what its resource is,
-// and the attachment that lets the resource ask for the cached blocks
-// before it grows or fails, and count them as not in use.
+// tcFront is the cache of one handle, on the Go side: the resource its
+// blocks come from (the handle's, or the one at the end of its adaptors,
+// thread_cache_adaptors.go), and the attachment that lets the resource ask
+// for the cached blocks before it grows or fails, and count them as not in
+// use.
 type tcFront struct {
 	handle uintptr
 	res    core.Cacheable
-	device int // the resource's device, for the synchronizations of flushes
+	steps  []C.rmmgo_tc_step // the handle's adaptors, run in C
+	device int               // the resource's device, for the synchronizations of flushes
 	detach func()
 }
 
@@ -47,10 +50,14 @@ var tcFronts sync.Map // uintptr -> *tcFront
 var tcStreamFuncsOnce sync.Once
 
 // tcPublish makes e servable from C when its resource is one a cache may
-// serve and the cache is on. Called once per entry, as it is made.
+// serve (or adaptors C can run over one) and the cache is on. Called once
+// per entry, as it is made.
 func tcPublish(e *entry) {
-	c, ok := e.res.(core.Cacheable)
-	if !ok || !tcEnabled() {
+	if !tcEnabled() {
+		return
+	}
+	c, steps := cacheChain(e.res)
+	if c == nil {
 		return
 	}
 	tcStreamFuncsOnce.Do(func() {
@@ -60,8 +67,8 @@ func tcPublish(e *entry) {
 		}
 		C.rmmgo_tc_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
 	})
-	f := &tcFront{handle: e.handle, res: c, device: -1}
-	if d, ok := e.res.(interface{ Device() int }); ok {
+	f := &tcFront{handle: e.handle, res: c, steps: steps, device: -1}
+	if d, ok := c.(interface{ Device() int }); ok {
 		f.device = d.Device()
 	}
 	f.detach = c.AttachCache(f)
@@ -74,14 +81,19 @@ func tcPublish(e *entry) {
 func (f *tcFront) publish() {
 	l := f.res.CacheLimits()
 	lim := C.rmmgo_tc_limits{
-		max_request:    C.size_t(l.MaxRequest),
-		block:          C.size_t(l.BlockSize),
-		budget:         C.size_t(l.Budget),
-		quantum:        C.size_t(l.Quantum),
-		batch_bytes:    C.size_t(l.BatchBytes),
-		batch_blocks:   C.int(l.BatchBlocks),
-		exited_wait_ns: C.int64_t(l.ExitedWait.Nanoseconds()),
+		max_request:      C.size_t(l.MaxRequest),
+		block:            C.size_t(l.BlockSize),
+		budget:           C.size_t(l.Budget),
+		shared:           C.size_t(l.Shared),
+		quantum:          C.size_t(l.Quantum),
+		batch_bytes:      C.size_t(l.BatchBytes),
+		batch_blocks:     C.int(l.BatchBlocks),
+		batch_min_blocks: C.int(l.BatchMinBlocks),
+		exited_wait_ns:   C.int64_t(l.ExitedWait.Nanoseconds()),
+		lone_after_ns:    C.int64_t(l.LoneAfter.Nanoseconds()),
+		nsteps:           C.int(len(f.steps)),
 	}
+	copy(lim.steps[:], f.steps)
 	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
 }
 
@@ -104,7 +116,7 @@ func tcRetire(e *entry) {
 	}
 	f := v.(*tcFront)
 	C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
-	_ = f.giveBack(tcCollect(e.handle, false, 0, true), core.DefaultStream)
+	_ = f.giveBack(tcCollect(e.handle, false, 0, true, 0, 0), core.DefaultStream)
 	f.detach()
 }
 
@@ -118,7 +130,7 @@ func tcWithout(handle uintptr, fn func()) {
 		return
 	}
 	C.rmmgo_tc_unpublish(C.uint64_t(handle))
-	_ = f.giveBack(tcCollect(handle, false, 0, false), core.DefaultStream)
+	_ = f.giveBack(tcCollect(handle, false, 0, false, 0, 0), core.DefaultStream)
 	defer func() {
 		if _, ok := reg.lookup(handle); ok && tcFrontOf(handle) == f {
 			f.publish()
@@ -137,7 +149,16 @@ func tcFlush(handle uintptr) {
 // Reclaim gives every block cached for the handle back to its resource
 // (core.BlockCache): the resource needs memory.
 func (f *tcFront) Reclaim(need uintptr) bool {
-	blocks := tcCollect(f.handle, false, 0, false)
+	blocks := tcCollect(f.handle, false, 0, false, 0, 0)
+	_ = f.giveBack(blocks, core.DefaultStream)
+	return len(blocks) > 0
+}
+
+// ReclaimSizes gives back the blocks cached for the handle whose size is
+// in (lo, hi] (core.SizedBlockCache): a bin of a binning resource needs
+// only blocks of its own sizes.
+func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
+	blocks := tcCollect(f.handle, false, 0, false, lo, hi)
 	_ = f.giveBack(blocks, core.DefaultStream)
 	return len(blocks) > 0
 }
@@ -147,7 +168,7 @@ func (f *tcFront) Reclaim(need uintptr) bool {
 func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }
 
 // tcCollect takes blocks out of the caches (rmmgo_tc_collect).
-func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool) []C.rmmgo_tc_block {
+func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool, lo, hi uintptr) []C.rmmgo_tc_block {
 	var n C.size_t
 	bk, dl := C.int(0), C.int(0)
 	if byKey {
@@ -156,7 +177,7 @@ func tcCollect(handle uintptr, byKey bool, key uint64, dropLive bool) []C.rmmgo_
 	if dropLive {
 		dl = 1
 	}
-	p := C.rmmgo_tc_collect(C.uint64_t(handle), bk, C.uint64_t(key), dl, &n)
+	p := C.rmmgo_tc_collect(C.uint64_t(handle), bk, C.uint64_t(key), dl, C.size_t(lo), C.size_t(hi), &n)
 	if p == nil {
 		return nil
 	}
@@ -261,7 +282,7 @@ func tcFlushStream(s core.Stream) {
 	if err != nil {
 		return // not a live stream: the destroy reports it
 	}
-	blocks := tcCollect(0, true, key, false)
+	blocks := tcCollect(0, true, key, false, 0, 0)
 	for len(blocks) > 0 {
 		h := blocks[0].handle
 		n := 1
@@ -302,7 +323,8 @@ func tcBudget(handle uintptr) (budget uintptr, unreserved int64, cached uintptr)
 // ------------------------------------------------------------ crossings
 
 // tcCall reads a crossing's arguments; the blocks to give back first are
-// given back on the way in.
+// given back on the way in. The resource is the one the handle's blocks
+// come from.
 func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
 	if call.ngive > 0 {
 		tcGiveBackAny(unsafe.Slice(call.give, int(call.ngive)))
@@ -311,8 +333,11 @@ func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	c, ok := e.res.(core.Cacheable)
-	return e, c, ok
+	f := tcFrontOf(e.handle)
+	if f == nil {
+		return nil, nil, false
+	}
+	return e, f.res, true
 }
 
 //export rmmgo_go_refill
@@ -332,7 +357,8 @@ func rmmgo_go_refill(call *C.rmmgo_tc_call) (st status) {
 		return allocFailed("rmm_allocate", e, call.bytes, call.alignment, err)
 	}
 	call.got = C.int(n)
-	call.budget = C.size_t(c.CacheLimits().Budget)
+	l := c.CacheLimits()
+	call.budget, call.shared = C.size_t(l.Budget), C.size_t(l.Shared)
 	return statusSuccess
 }
 
@@ -347,7 +373,8 @@ func rmmgo_go_drain(call *C.rmmgo_tc_call) (st status) {
 	if err := c.DeallocateBatch(core.Stream(call.stream), uintptr(call.size), ptrs); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate: giving back %d cached blocks of %d bytes", call.n, call.size), err, statusInternal)
 	}
-	call.budget = C.size_t(c.CacheLimits().Budget)
+	l := c.CacheLimits()
+	call.budget, call.shared = C.size_t(l.Budget), C.size_t(l.Shared)
 	return statusSuccess
 }
 
@@ -363,14 +390,18 @@ func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes,
 		return badHandle(fn, toHandle(uintptr(handle)))
 	}
 	fn = fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes)
-	kind := e.res.Kind()
+	// The resource the blocks come from says it, as it would behind the
+	// handle's adaptors.
+	var c core.Cacheable
+	if f := tcFrontOf(e.handle); f != nil {
+		c = f.res
+	} else if c, ok = e.res.(core.Cacheable); !ok {
+		return badHandle(fn, toHandle(uintptr(handle)))
+	}
+	kind := c.Kind()
 	var err error
 	switch why {
 	case C.RMMGO_TC_SIZE:
-		c, ok := e.res.(core.Cacheable)
-		if !ok {
-			return statusSuccess
-		}
 		if err = c.CheckFree(uintptr(ptr), uintptr(bytes), uintptr(allocated)); err == nil {
 			return statusSuccess
 		}

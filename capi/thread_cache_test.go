@@ -69,19 +69,41 @@ func TestThreadCacheServesCacheableOnly(t *testing.T) {
 	assert.Equal(t, p, q, "same class, same stream: the block comes back at once")
 	require.Equal(t, statusSuccess, rmm_deallocate(h, nil, q, 5100, 256), lastMessage())
 
-	// An adaptor over the pool is never cached: it must see every call.
+	// An adaptor the C side cannot run (tracking) is never cached: it must
+	// see every call.
+	tr, err := core.NewTracking(pool, false)
+	require.NoError(t, err)
+	te, err := reg.add(tr, false, 0, nil)
+	require.NoError(t, err)
+	assert.Nil(t, tcFrontOf(te.handle))
+	live0, _, _, _ := tcCounts()
+	require.Equal(t, statusSuccess, rmm_allocate(toHandle(te.handle), nil, 5000, 256, &p), lastMessage())
+	live1, _, _, _ := tcCounts()
+	assert.Equal(t, live0, live1)
+	assert.Equal(t, 1, tr.OutstandingCount())
+	require.Equal(t, statusSuccess, rmm_deallocate(toHandle(te.handle), nil, p, 5000, 256), lastMessage())
+	require.NoError(t, reg.release(te.handle))
+
+	// A statistics adaptor over the pool is served from C (its counters in
+	// C memory, thread_cache_adaptors.go), and counts every call.
 	stats, err := core.NewStatistics(pool)
 	require.NoError(t, err)
 	se, err := reg.add(stats, false, 0, nil)
 	require.NoError(t, err)
-	assert.Nil(t, tcFrontOf(se.handle))
-	live0, _, _, _ := tcCounts()
+	if f := tcFrontOf(se.handle); assert.NotNil(t, f) {
+		assert.Equal(t, core.Cacheable(pool), f.res, "its blocks come from the pool")
+	}
+	live0, _, _, _ = tcCounts()
 	require.Equal(t, statusSuccess, rmm_allocate(toHandle(se.handle), nil, 5000, 256, &p), lastMessage())
-	live1, _, _, _ := tcCounts()
-	assert.Equal(t, live0, live1)
-	_, count := stats.Counters()
+	live1, _, _, _ = tcCounts()
+	assert.Equal(t, live0+1, live1)
+	bytes, count := stats.Counters()
 	assert.EqualValues(t, 1, count.Value)
+	assert.EqualValues(t, 5000, bytes.Value)
 	require.Equal(t, statusSuccess, rmm_deallocate(toHandle(se.handle), nil, p, 5000, 256), lastMessage())
+	bytes, count = stats.Counters()
+	assert.Zero(t, count.Value)
+	assert.EqualValues(t, 5000, bytes.Peak)
 	require.NoError(t, reg.release(se.handle))
 
 	// The last release takes every block of the handle out of the C side
@@ -578,4 +600,42 @@ func TestStreamKeyOfID(t *testing.T) {
 	k, err := core.StreamKey(core.DefaultStream)
 	require.NoError(t, err)
 	assert.Zero(t, k)
+}
+
+// TestThreadCacheReclaimSizes: a bin of a binning resource that needs a
+// chunk takes back only the cached blocks of its own sizes.
+func TestThreadCacheReclaimSizes(t *testing.T) {
+	requireCache(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cuda, err := core.NewCuda()
+	require.NoError(t, err)
+	b, err := core.NewBinning(cuda, 10, 14) // bins 1 KiB .. 16 KiB
+	require.NoError(t, err)
+	e, err := reg.add(b, true, 0, nil)
+	require.NoError(t, err)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+	f := tcFrontOf(e.handle)
+	require.NotNil(t, f)
+	park := func(n uint64, k int) {
+		ps := make([]unsafe.Pointer, k)
+		for i := range ps {
+			require.Equal(t, statusSuccess, rmm_allocate(h, nil, cSize(n), 256, &ps[i]), lastMessage())
+		}
+		for i := range ps {
+			require.Equal(t, statusSuccess, rmm_deallocate(h, nil, ps[i], cSize(n), 256), lastMessage())
+		}
+	}
+	park(1000, 8)  // the 1 KiB bin
+	park(12000, 8) // the 16 KiB bin (class 12 KiB)
+	_, before, _, _ := tcCounts()
+	require.GreaterOrEqual(t, before, 16)
+	assert.True(t, f.ReclaimSizes(8<<10, 16<<10), "the 16 KiB bin's blocks")
+	_, after, _, _ := tcCounts()
+	assert.GreaterOrEqual(t, before-after, 8)
+	assert.False(t, f.ReclaimSizes(8<<10, 16<<10), "none left of those sizes")
+	assert.True(t, f.ReclaimSizes(512, 1<<10), "the 1 KiB bin's are still there")
+	_, rest, _, _ := tcCounts()
+	assert.Zero(t, rest)
 }

@@ -1045,8 +1045,10 @@ func (a *Arena) writeDump(s Stream, size uintptr) {
 // The arena as a Cacheable resource (cache.go).
 
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
-// the arena's size.
-func (a *Arena) CacheLimits() CacheLimits { return cacheLimits(cachepolicy.MaxBlock, 0, a.size) }
+// the arena's size, and the memory its global arena has free.
+func (a *Arena) CacheLimits() CacheLimits {
+	return a.caches.limits(cachepolicy.MaxBlock, 0, a.size, a.global.FreeBytes())
+}
 
 // AllocateBatch allocates the first block as Allocate does, the others
 // from the room the stream's arena in the caller's shard has (its

@@ -199,8 +199,12 @@ func (b *Binning) AddBin(size uintptr, r Resource) error {
 	bins := make([]bin, 0, len(old)+1)
 	bins = append(append(append(bins, old[:i]...), nb), old[i:]...)
 	if nb.fixed != nil {
+		lo := uintptr(0)
+		if i > 0 {
+			lo = old[i-1].size
+		}
 		for _, k := range b.links {
-			k.detach = append(k.detach, nb.fixed.AttachCache(k.c))
+			k.detach = append(k.detach, nb.fixed.AttachCache(binCache{k.c, lo, size}))
 		}
 	}
 	b.bins.Store(newBinTable(bins))
@@ -388,7 +392,10 @@ func (b *Binning) cachedBins() []bin {
 	return bins
 }
 
-// CacheLimits: requests up to the largest bin a cache may serve from.
+// CacheLimits: requests up to the largest bin a cache may serve from; when
+// every bin is a FixedSize and the upstream is Cacheable too (a pool), the
+// sizes above the bins as well, from the upstream, within its limits and
+// budget added to the bins'.
 func (b *Binning) CacheLimits() CacheLimits {
 	bins := b.cachedBins()
 	if len(bins) == 0 || b.closed.Load() {
@@ -398,7 +405,18 @@ func (b *Binning) CacheLimits() CacheLimits {
 	for _, bn := range bins {
 		held += bn.fixed.chunkBytes()
 	}
-	return cacheLimits(bins[len(bins)-1].size, 0, held)
+	l := cacheLimits(bins[len(bins)-1].size, 0, held)
+	for _, bn := range bins {
+		l.BlockSizes = append(l.BlockSizes, bn.size)
+	}
+	if up, ok := b.upstream.(Cacheable); ok && len(bins) == len(b.bins.Load().bins) {
+		if u := up.CacheLimits(); u.MaxRequest > l.MaxRequest && u.BlockSize == 0 {
+			l.MaxRequest = u.MaxRequest
+			l.Budget += u.Budget
+			l.Shared += u.Shared
+		}
+	}
+	return l
 }
 
 // AllocateBatch allocates blocks of size bytes from the bin for size: the
@@ -414,6 +432,9 @@ func (b *Binning) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, err
 		return 0, errClosed(kindBinning)
 	}
 	bn := b.bins.Load().find(size)
+	if up, ok := b.upstream.(Cacheable); ok && bn == nil {
+		return up.AllocateBatch(s, size, out) // above the bins: the upstream's blocks
+	}
 	if bn == nil || bn.fixed == nil {
 		// Not a size a cache serves (the bins changed meanwhile): one block.
 		p, err := b.Allocate(s, size, DefaultAlignment)
@@ -440,6 +461,9 @@ func (b *Binning) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error 
 // must be the one the allocation's size selected.
 func (b *Binning) CheckFree(ptr, bytes, allocated uintptr) error {
 	t := b.bins.Load()
+	if up, ok := b.upstream.(Cacheable); ok && allocated != 0 && t.find(allocated) == nil && t.find(bytes) == nil {
+		return up.CheckFree(ptr, bytes, allocated) // both above the bins: the upstream says
+	}
 	if bytes == 0 || bytes > maxAllocation || allocated == 0 || allocated > maxAllocation || t.find(bytes) != t.find(allocated) {
 		return fmt.Errorf("%s: %w: %#x is not a live allocation of %d bytes (it was allocated with %d, rounded to 256)",
 			kindBinning, ErrInvalidPointer, ptr, bytes, (allocated+DefaultAlignment-1)&^(DefaultAlignment-1))
@@ -447,16 +471,48 @@ func (b *Binning) CheckFree(ptr, bytes, allocated uintptr) error {
 	return nil
 }
 
+// binCache is a cache as one bin sees it: when the bin needs memory, the
+// cache gives back the blocks of the sizes the bin serves, (lo, hi] (a
+// SizedBlockCache), rather than every block it holds.
+type binCache struct {
+	c      BlockCache
+	lo, hi uintptr
+}
+
+func (k binCache) Reclaim(need uintptr) bool {
+	if s, ok := k.c.(SizedBlockCache); ok {
+		return s.ReclaimSizes(k.lo, k.hi)
+	}
+	return k.c.Reclaim(need)
+}
+
+func (k binCache) HeldBytes() uintptr { return k.c.HeldBytes() }
+
+// reclaimOnly is a BlockCache that gives its blocks back on request but
+// counts none as held.
+type reclaimOnly struct{ c BlockCache }
+
+func (r reclaimOnly) Reclaim(need uintptr) bool { return r.c.Reclaim(need) }
+func (reclaimOnly) HeldBytes() uintptr          { return 0 }
+
 // AttachCache attaches c to each bin that is a FixedSize (see Cacheable),
-// and to the bins added later.
+// to the bins added later, and to the upstream when it is Cacheable.
 func (b *Binning) AttachCache(c BlockCache) func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := &binCacheLink{c: c}
+	lo := uintptr(0)
 	for _, bn := range b.bins.Load().bins {
 		if bn.fixed != nil {
-			k.detach = append(k.detach, bn.fixed.AttachCache(c))
+			k.detach = append(k.detach, bn.fixed.AttachCache(binCache{c, lo, bn.size}))
 		}
+		lo = bn.size
+	}
+	if up, ok := b.upstream.(Cacheable); ok {
+		// It serves the sizes above the bins: it asks c for its blocks
+		// before it grows. (c's bytes also hold blocks of the bins, which
+		// are in use to the upstream: it counts none as not in use.)
+		k.detach = append(k.detach, up.AttachCache(reclaimOnly{c}))
 	}
 	b.links = append(b.links, k)
 	var once sync.Once

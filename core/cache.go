@@ -13,13 +13,13 @@ import (
 // Caches in front of the sub-allocators.
 //
 // The C ABI serves rmm_allocate and rmm_deallocate for Pool, Arena,
-// FixedSize and Binning handles from per-thread caches of free blocks,
+// FixedSize, Binning and Expandable handles from per-thread caches of free blocks,
 // written in C (docs/thread-cache.md). This file is what such a cache needs
 // from a resource, and what the resource needs from the cache. Go programs
 // that use core directly never need any of it.
 
 // Cacheable is a resource whose blocks a cache in front of it may keep:
-// Pool, Arena, FixedSize and Binning implement it. The cache takes blocks
+// Pool, Arena, FixedSize, Binning and Expandable implement it. The cache takes blocks
 // of its size classes with AllocateBatch, hands them to its users and takes
 // them back without telling the resource, and returns them with
 // DeallocateBatch. While it holds blocks it stays attached (AttachCache),
@@ -59,16 +59,30 @@ type CacheLimits struct {
 	// BlockSize, when not 0, is the size of every block: each request up
 	// to MaxRequest gets one (a fixed-size resource).
 	BlockSize uintptr
+	// BlockSizes, ascending, are the sizes of the blocks the resource hands
+	// out for requests up to the last (a binning resource's bins): a cache
+	// may keep every request a size serves as blocks of that size.
+	BlockSizes []uintptr
 	// Budget is the most bytes the caches in front of the resource may
 	// hold together (blocks allocated from it and held by no user), in
-	// all threads: cachepolicy.ThreadCaches of the bytes it holds.
+	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
+	// Caches hold more than Shared together only while one holds part of
+	// the budget alone (a thread's cache for one stream), when no other
+	// has for LoneAfter (or ever): one thread working alone keeps more
+	// than many threads.
 	Budget uintptr
+	// Shared is what all caches together keep when several hold part of
+	// the budget: cachepolicy.ThreadCaches of the bytes the resource holds.
+	Shared    uintptr
+	LoneAfter time.Duration
 	// Quantum is the unit in which one thread's cache reserves part of
 	// the budget and gives it back.
 	Quantum uintptr
-	// A refill takes at most BatchBlocks blocks and BatchBytes bytes.
-	BatchBlocks int
-	BatchBytes  uintptr
+	// A refill takes at most BatchBlocks blocks and BatchBytes bytes, or
+	// BatchMinBlocks blocks of a class too large for that.
+	BatchBlocks    int
+	BatchBytes     uintptr
+	BatchMinBlocks int
 	// ExitedWait is how long the blocks a thread left when it exited
 	// wait for another thread to take them over before they go back.
 	ExitedWait time.Duration
@@ -78,17 +92,36 @@ type CacheLimits struct {
 // caches may serve requests up to maxRequest (0: none), with blocks of
 // block bytes each when block is not 0.
 func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
+	return cacheLimitsFree(maxRequest, block, held, 0)
+}
+
+// limits is cacheLimits for a resource whose caches are cs and that has
+// free bytes of what it holds idle (not counting what the caches hold):
+// while it has not had to ask its caches for memory for
+// cachepolicy.SpareAfter, they may keep more of it
+// (cachepolicy.ThreadCachesSpare).
+func (cs *caches) limits(maxRequest, block, held, free uintptr) CacheLimits {
+	if t := cs.pressed.Load(); t != 0 && cacheClock()-t < int64(cachepolicy.SpareAfter) {
+		free = 0
+	}
+	return cacheLimitsFree(maxRequest, block, held, free)
+}
+
+func cacheLimitsFree(maxRequest, block, held, free uintptr) CacheLimits {
 	if maxRequest > cachepolicy.MaxBlock {
 		maxRequest = cachepolicy.MaxBlock
 	}
 	return CacheLimits{
-		MaxRequest:  maxRequest,
-		BlockSize:   block,
-		Budget:      cachepolicy.ThreadCaches(held),
-		Quantum:     cachepolicy.Quantum,
-		BatchBlocks: cachepolicy.BatchBlocks,
-		BatchBytes:  cachepolicy.BatchBytes,
-		ExitedWait:  cachepolicy.ExitedWait,
+		MaxRequest:     maxRequest,
+		BlockSize:      block,
+		Budget:         max(cachepolicy.ThreadCachesLone(held), cachepolicy.ThreadCachesSpare(held, free)),
+		Shared:         cachepolicy.ThreadCachesSpare(held, free),
+		Quantum:        cachepolicy.Quantum,
+		BatchBlocks:    cachepolicy.BatchBlocks,
+		BatchBytes:     cachepolicy.BatchBytes,
+		BatchMinBlocks: cachepolicy.BatchMinBlocks,
+		ExitedWait:     cachepolicy.ExitedWait,
+		LoneAfter:      cachepolicy.LoneAfter,
 	}
 }
 
@@ -104,6 +137,16 @@ type BlockCache interface {
 	// it handed out that the users did not ask for (the rounding of a
 	// request up to its size class).
 	HeldBytes() uintptr
+}
+
+// SizedBlockCache is a BlockCache that can also give back only the blocks
+// of some sizes: ReclaimSizes gives back those of a size in (lo, hi] (as
+// the cache keeps them, rounded up to its size classes) and reports
+// whether it gave anything back. A binning resource's bin asks only for
+// the sizes it serves.
+type SizedBlockCache interface {
+	BlockCache
+	ReclaimSizes(lo, hi uintptr) bool
 }
 
 // StreamKey returns the key by which core's stream-ordered resources know
@@ -138,6 +181,9 @@ type caches struct {
 	// quietUntil: no reclaims for failing allocations until then (in
 	// nanoseconds of cacheClock), after one that did not help.
 	quietUntil atomic.Int64
+	// pressed: when the resource last asked its caches for memory (in
+	// nanoseconds of cacheClock, at least 1), 0 never.
+	pressed atomic.Int64
 }
 
 // attach adds c and returns the function that removes it.
@@ -175,6 +221,7 @@ func (cs *caches) detach(c BlockCache) {
 // Within cachepolicy.ReclaimQuiet of a reclaim that did not save an
 // allocation (see futile) it does nothing.
 func (cs *caches) reclaim(need uintptr) bool {
+	cs.pressed.Store(max(1, cacheClock()))
 	l := cs.list.Load()
 	if l == nil || len(*l) == 0 || cacheClock() < cs.quietUntil.Load() {
 		return false
@@ -226,4 +273,5 @@ var (
 	_ Cacheable = (*Arena)(nil)
 	_ Cacheable = (*FixedSize)(nil)
 	_ Cacheable = (*Binning)(nil)
+	_ Cacheable = (*Expandable)(nil)
 )

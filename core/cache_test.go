@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
+	"github.com/rmmgo/rmmgo/cudart/sim"
 )
 
 // fakeCache is a BlockCache that keeps blocks of one size, as the C ABI's
@@ -63,7 +64,9 @@ func cacheables(t *testing.T, up Resource) map[string]Cacheable {
 	require.NoError(t, err)
 	b, err := NewBinning(up, 8, 16)
 	require.NoError(t, err)
-	rs := map[string]Cacheable{"pool": p, "arena": a, "fixed_size": f, "binning": b}
+	e, err := NewExpandable(ExpandableOptions{MaximumSize: 64 << 20})
+	require.NoError(t, err)
+	rs := map[string]Cacheable{"pool": p, "arena": a, "fixed_size": f, "binning": b, "expandable": e}
 	t.Cleanup(func() {
 		for _, r := range rs {
 			require.NoError(t, r.(interface{ Close() error }).Close())
@@ -101,7 +104,7 @@ func TestCacheableBatches(t *testing.T) {
 				assert.NoError(t, r.CheckFree(out[0], size-100, size), "the same size rounded to 256")
 				err := r.CheckFree(out[0], 2*size, size)
 				require.Error(t, err)
-				if name == "pool" {
+				if name == "pool" || name == "expandable" {
 					requireIs(t, err, ErrInvalidArgument)
 				} else {
 					requireIs(t, err, ErrInvalidPointer)
@@ -191,6 +194,36 @@ func TestCacheReclaimBeforeFailing(t *testing.T) {
 		require.NoError(t, err, "a parked block came back; the upstream has no room for a chunk")
 		assert.Equal(t, 1, c.reclaims)
 		require.NoError(t, f.Deallocate(DefaultStream, x, 1000, 256))
+	})
+	t.Run("expandable", func(t *testing.T) {
+		s := newSimRuntime(t, sim.Config{MemoryPerDevice: 256 * mib})
+		e := newTestExpandable(t, s, ExpandableOptions{MaximumSize: 4 * mib})
+		c := &fakeCache{t: t, r: e, size: 64 << 10}
+		defer e.AttachCache(c)()
+		c.fill(16) // 1 MiB parked in the first granule (mapping it asked the empty cache)
+		assert.Equal(t, uintptr(2*mib), e.PoolSize())
+		assert.Zero(t, e.UsedBytes(), "parked blocks are not in use")
+		r0 := c.reclaims
+		x, err := e.Allocate(DefaultStream, 4*mib, 256)
+		require.NoError(t, err, "the parked MiB came back: the whole maximum in one piece")
+		assert.Equal(t, r0+1, c.reclaims)
+		assert.Equal(t, uintptr(4*mib), e.UsedBytes())
+		require.NoError(t, e.Deallocate(DefaultStream, x, 4*mib, 256))
+		// Full: a reclaim that does not save the allocation quiets the
+		// next ones.
+		y, err := e.Allocate(DefaultStream, 3*mib, 256)
+		require.NoError(t, err)
+		c.fill(1)
+		_, err = e.Allocate(DefaultStream, 2*mib, 256)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.Equal(t, r0+2, c.reclaims)
+		c.fill(1)
+		_, err = e.Allocate(DefaultStream, 2*mib, 256)
+		requireIs(t, err, ErrOutOfMemory)
+		assert.Equal(t, r0+2, c.reclaims, "quiet after a futile reclaim")
+		assert.Equal(t, uintptr(4*mib), e.PoolSize(), "never past the maximum")
+		require.NoError(t, e.Deallocate(DefaultStream, y, 3*mib, 256))
+		require.NoError(t, e.DeallocateBatch(DefaultStream, c.size, c.blocks))
 	})
 	t.Run("binning", func(t *testing.T) {
 		lim := newCountingUpstream(t)

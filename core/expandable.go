@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core/internal/addr"
+	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
 	"github.com/rmmgo/rmmgo/core/internal/heap"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -102,6 +103,8 @@ type Expandable struct {
 	peak    atomic.Uintptr // most bytes mapped at once
 	gen     atomic.Uint64  // counts changes to the holes
 	closed  atomic.Bool
+
+	caches // caches in front of it (Cacheable): asked for their blocks before it maps more
 }
 
 // NewExpandable reserves an address range on the current device and
@@ -262,15 +265,29 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 		defer runtime.UnlockOSThread()
 	}
 	reclaimed := false
-	for attempt := 0; ; attempt++ {
+	asked, gave := false, false // the caches in front were asked for their blocks, and gave some
+	for attempt := 0; ; {
 		gen := e.gen.Load()
 		p, err := e.h.Allocate(stream, size)
 		if err == nil || !heap.IsNoRoom(err) {
 			return p, closedOr(&e.closed, kindExpandable, err)
 		}
+		// Blocks the caches hold are free memory the heap cannot see: take
+		// them back before mapping more (once a call).
+		if !asked {
+			asked = true
+			if e.caches.reclaim(size) {
+				gave = true
+				continue
+			}
+		}
 		if p, err = e.grow(stream, size, gen, attempt, &reclaimed); p != 0 || err != nil {
+			if err != nil && gave && errors.Is(err, ErrOutOfMemory) {
+				e.caches.futile()
+			}
 			return p, closedOr(&e.closed, kindExpandable, err)
 		}
+		attempt++
 	}
 }
 
@@ -524,9 +541,11 @@ func (e *Expandable) Device() int { return e.dev }
 func (e *Expandable) PoolSize() uintptr { return e.mapped.Load() }
 
 // UsedBytes returns the bytes handed out and not yet deallocated (rounded
-// to 256 each). While other goroutines allocate it is a snapshot.
+// to 256 each), as their users count them: blocks a cache in front of the
+// resource holds for its users are not in use (see Pool.UsedBytes). While
+// other goroutines allocate it is a snapshot.
 func (e *Expandable) UsedBytes() uintptr {
-	size, idle := e.h.Size(), e.h.HoleBytes()+e.h.FreeBytes()
+	size, idle := e.h.Size(), e.h.HoleBytes()+e.h.FreeBytes()+e.caches.held()
 	if idle > size {
 		return 0
 	}
@@ -598,3 +617,53 @@ func (e *Expandable) Close() error {
 	}
 	return errors.Join(append(errs, e.h.Close())...)
 }
+
+// The expandable resource as a Cacheable one (cache.go).
+
+// CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
+// the memory mapped.
+func (e *Expandable) CacheLimits() CacheLimits {
+	return e.caches.limits(cachepolicy.MaxBlock, 0, e.mapped.Load(), e.h.FreeBytes())
+}
+
+// AllocateBatch allocates the first block as Allocate does, the others
+// from the free memory of the stream's list in the caller's shard (never
+// by mapping more).
+func (e *Expandable) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	first, err := e.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, err
+	}
+	out[0] = first
+	if len(out) == 1 {
+		return 1, nil
+	}
+	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if s == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return 1 + e.h.AllocateMore(s, size, out[1:]), nil
+}
+
+// DeallocateBatch deallocates each block.
+func (e *Expandable) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
+	return deallocateBatch(e, s, size, ptrs)
+}
+
+// CheckFree: the resource takes a block back with the size it was
+// allocated with, both rounded up to 256.
+func (e *Expandable) CheckFree(ptr, bytes, allocated uintptr) error {
+	b, a := (bytes+DefaultAlignment-1)&^(DefaultAlignment-1), (allocated+DefaultAlignment-1)&^(DefaultAlignment-1)
+	if b != a {
+		return fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+			kindExpandable, ErrInvalidArgument, ptr, b, a)
+	}
+	return nil
+}
+
+// AttachCache attaches c (see Cacheable).
+func (e *Expandable) AttachCache(c BlockCache) func() { return e.caches.attach(c) }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core/internal/addr"
@@ -22,13 +23,56 @@ const kindLimiting = "limiting"
 // be of memory the adaptor handed out and is refused with an error
 // wrapping ErrInvalidPointer before the upstream is asked. Charging is one
 // compare-and-swap loop on an atomic counter: no lock, and two goroutines can
-// never together pass the limit.
+// never together pass the limit. A front that serves the adaptor's calls
+// outside Go (the C ABI's thread cache, docs/thread-cache.md) charges the
+// same counter, kept in its memory (UseAccount).
 type Limiting struct {
 	upstream  Resource
 	limit     uintptr
 	alignment uintptr
-	allocated atomic.Uintptr
+	own       atomic.Uintptr
+	mu        sync.Mutex // UseAccount
+	// account is the counter of bytes outstanding: own, or the front's.
+	account atomic.Pointer[atomic.Uintptr]
+	keep    any // what owns the front's account, kept with the adaptor
 }
+
+// movedAccount marks an account that was moved (UseAccount): a charge that
+// finds it looks for the account again.
+const movedAccount = ^uintptr(0)
+
+// acct returns the account and its value, never a moved one.
+func (l *Limiting) acct() (*atomic.Uintptr, uintptr) {
+	for {
+		a := l.account.Load()
+		if v := a.Load(); v != movedAccount {
+			return a, v
+		}
+	}
+}
+
+// UseAccount moves the adaptor's account of bytes outstanding to a, which
+// is charged from then on (for the adaptor's life; keep, a's owner, is
+// kept as long): a front that serves the adaptor's calls itself charges
+// and refunds it with atomic operations as the adaptor does. It gives a
+// the current value first. It returns the account in use: a, or the one
+// an earlier call moved it to.
+func (l *Limiting) UseAccount(a *atomic.Uintptr, keep any) *atomic.Uintptr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.account.Load()
+	if old != &l.own {
+		return old
+	}
+	l.keep = keep
+	a.Store(old.Swap(movedAccount)) // charges on old now wait for a
+	l.account.Store(a)
+	return a
+}
+
+// Alignment reports the alignment each allocation's charge is rounded up
+// to.
+func (l *Limiting) Alignment() uintptr { return l.alignment }
 
 // NewLimiting returns an adaptor over upstream that allows at most limit
 // bytes outstanding, counting each allocation rounded up to alignment (a
@@ -44,11 +88,16 @@ func NewLimiting(upstream Resource, limit, alignment uintptr) (*Limiting, error)
 	if err := checkAdaptorAlignment(kindLimiting, alignment); err != nil {
 		return nil, err
 	}
-	return &Limiting{upstream: upstream, limit: limit, alignment: alignment}, nil
+	l := &Limiting{upstream: upstream, limit: limit, alignment: alignment}
+	l.account.Store(&l.own)
+	return l, nil
 }
 
 // AllocatedBytes reports the bytes outstanding, as charged (rounded up).
-func (l *Limiting) AllocatedBytes() uintptr { return l.allocated.Load() }
+func (l *Limiting) AllocatedBytes() uintptr {
+	_, v := l.acct()
+	return v
+}
 
 // AllocationLimit reports the limit given to NewLimiting.
 func (l *Limiting) AllocationLimit() uintptr { return l.limit }
@@ -85,23 +134,35 @@ func (l *Limiting) allocate(s Stream, bytes, alignment uintptr, sync bool) (uint
 	}
 	charge, ok := addr.AlignUp(bytes, l.alignment)
 	if !ok || charge > l.limit {
-		return 0, l.exceeded(bytes, l.allocated.Load())
+		return 0, l.exceeded(bytes, l.AllocatedBytes())
 	}
 	for {
-		cur := l.allocated.Load()
+		a, cur := l.acct()
 		if cur > l.limit-charge {
 			return 0, l.exceeded(bytes, cur)
 		}
-		if l.allocated.CompareAndSwap(cur, cur+charge) {
+		if a.CompareAndSwap(cur, cur+charge) {
 			break
 		}
 	}
 	p, err := upAllocate(l.upstream, s, bytes, alignment, sync)
 	if err != nil {
-		l.allocated.Add(-charge)
+		l.refund(charge)
 		return 0, err
 	}
 	return p, nil
+}
+
+// refund takes charge off the account (never below 0: a size larger than
+// was allocated, a caller's mistake, must not wrap the counter around and
+// refuse every later allocation).
+func (l *Limiting) refund(charge uintptr) {
+	for {
+		a, cur := l.acct()
+		if a.CompareAndSwap(cur, cur-min(charge, cur)) {
+			return
+		}
+	}
 }
 
 func (l *Limiting) exceeded(bytes, cur uintptr) error {
@@ -124,19 +185,13 @@ func (l *Limiting) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool
 		return nil
 	}
 	charge, ok := addr.AlignUp(bytes, l.alignment)
-	if cur := l.allocated.Load(); !ok || charge > cur {
+	if cur := l.AllocatedBytes(); !ok || charge > cur {
 		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes, %d as charged), but only %d bytes are outstanding through this adaptor",
 			kindLimiting, ErrInvalidPointer, ptr, bytes, charge, cur)
 	}
 	if err := upDeallocate(l.upstream, s, ptr, bytes, alignment, sync); err != nil {
 		return err // the memory was not freed: it stays charged
 	}
-	for {
-		// A size larger than was allocated (a caller's mistake) must not
-		// wrap the counter around and refuse every later allocation.
-		cur := l.allocated.Load()
-		if l.allocated.CompareAndSwap(cur, cur-min(charge, cur)) {
-			return nil
-		}
-	}
+	l.refund(charge)
+	return nil
 }

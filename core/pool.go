@@ -373,8 +373,10 @@ func closedOr(closed *atomic.Bool, kind string, err error) error {
 // The pool as a Cacheable resource (cache.go).
 
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
-// the pool's size.
-func (p *Pool) CacheLimits() CacheLimits { return cacheLimits(cachepolicy.MaxBlock, 0, p.h.Size()) }
+// the pool's size, and its free memory.
+func (p *Pool) CacheLimits() CacheLimits {
+	return p.caches.limits(cachepolicy.MaxBlock, 0, p.h.Size(), p.h.FreeBytes())
+}
 
 // AllocateBatch allocates the first block as Allocate does, the others
 // from the free memory of the stream's list in the caller's shard.

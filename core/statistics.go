@@ -63,41 +63,125 @@ func (c *Counter) fold(child Counter) {
 // before a push makes the inner level's value negative, as in RMM.
 //
 // Every update and read holds one mutex for a handful of additions (no
-// allocation, no upstream call under it); see BenchmarkStatistics.
+// allocation, no upstream call under it); see BenchmarkStatistics. A front
+// that serves the adaptor's calls outside Go (the C ABI's thread cache,
+// docs/thread-cache.md) keeps the part every call changes, StatisticsHot,
+// in its own memory (UseStore) and counts there under its own lock: the
+// numbers are the same whichever side counted.
 type Statistics struct {
 	upstream Resource
 
-	mu     sync.Mutex
-	levels []counters // levels[len-1] is the innermost
-	// Outstanding through the adaptor, every level together: what a
-	// deallocation is checked against.
-	outBytes uintptr
-	outCount int64
+	mu sync.Mutex
+	// outer are the levels below the innermost (outer[0] the first).
+	outer []counters
+	// hot is the innermost level and what is outstanding, under mu unless
+	// store holds it.
+	hot   StatisticsHot
+	store StatisticsStore // set once, under mu
 }
 
 type counters struct{ bytes, count Counter }
+
+// StatisticsHot is the part of a Statistics adaptor every call changes:
+// the innermost level's counters, and the bytes and allocations
+// outstanding through the adaptor, every level together (what a
+// deallocation is checked against).
+type StatisticsHot struct {
+	Bytes, Count Counter
+	OutBytes     uintptr
+	OutCount     int64
+}
+
+// Alloc counts an allocation of bytes in h.
+func (h *StatisticsHot) Alloc(bytes uintptr) {
+	h.Bytes.add(int64(bytes))
+	h.Count.add(1)
+	h.OutBytes += bytes
+	h.OutCount++
+}
+
+// Free takes a deallocation of bytes off h, unless more bytes or more
+// allocations than are outstanding would go (false then, nothing
+// changed).
+func (h *StatisticsHot) Free(bytes uintptr) bool {
+	if h.OutCount < 1 || h.OutBytes < bytes {
+		return false
+	}
+	h.Bytes.Value -= int64(bytes)
+	h.Count.Value--
+	h.OutBytes -= bytes
+	h.OutCount--
+	return true
+}
+
+// Unfree undoes Free for a deallocation the upstream refused. Totals
+// are not touched (deallocations never add to them); a peak is raised if
+// allocations made meanwhile, with the refused memory still live, went
+// past it.
+func (h *StatisticsHot) Unfree(bytes uintptr) {
+	h.Bytes.Value += int64(bytes)
+	h.Bytes.Peak = max(h.Bytes.Peak, h.Bytes.Value)
+	h.Count.Value++
+	h.Count.Peak = max(h.Count.Peak, h.Count.Value)
+	h.OutBytes += bytes
+	h.OutCount++
+}
+
+// StatisticsStore keeps a Statistics adaptor's StatisticsHot for a front
+// that counts the adaptor's calls itself: Update runs fn on it atomically
+// with the front's own counting (which must do what Alloc and Free do).
+// fn is short and calls nothing.
+type StatisticsStore interface {
+	Update(fn func(h *StatisticsHot))
+}
+
+// UseStore moves the adaptor's StatisticsHot into s, which keeps it from
+// then on (for the adaptor's life). It gives s the current values first.
+// It returns the store in use: s, or the one an earlier call gave.
+func (st *Statistics) UseStore(s StatisticsStore) StatisticsStore {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.store != nil {
+		return st.store
+	}
+	hot := st.hot
+	s.Update(func(h *StatisticsHot) { *h = hot })
+	st.store = s
+	return s
+}
+
+// update runs fn on the hot part, wherever it is. st.mu is held; it is
+// released.
+func (st *Statistics) update(fn func(h *StatisticsHot)) {
+	if s := st.store; s != nil {
+		st.mu.Unlock()
+		s.Update(fn)
+		return
+	}
+	fn(&st.hot)
+	st.mu.Unlock()
+}
 
 // NewStatistics returns an adaptor over upstream that counts allocations.
 func NewStatistics(upstream Resource) (*Statistics, error) {
 	if err := checkUpstream(kindStatistics, upstream); err != nil {
 		return nil, err
 	}
-	return &Statistics{upstream: upstream, levels: make([]counters, 1, 4)}, nil
+	return &Statistics{upstream: upstream, outer: make([]counters, 0, 4)}, nil
 }
 
 // Counters returns the innermost level's byte and allocation counters.
 func (st *Statistics) Counters() (bytes, count Counter) {
 	st.mu.Lock()
-	top := st.levels[len(st.levels)-1]
-	st.mu.Unlock()
-	return top.bytes, top.count
+	st.update(func(h *StatisticsHot) { bytes, count = h.Bytes, h.Count })
+	return bytes, count
 }
 
 // Depth reports the number of levels (at least 1).
 func (st *Statistics) Depth() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return len(st.levels)
+	return len(st.outer) + 1
 }
 
 // PushCounters returns the innermost level's counters and starts a new
@@ -105,9 +189,12 @@ func (st *Statistics) Depth() int {
 func (st *Statistics) PushCounters() (bytes, count Counter) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	top := st.levels[len(st.levels)-1]
-	st.levels = append(st.levels, counters{})
-	return top.bytes, top.count
+	st.hotLocked(func(h *StatisticsHot) {
+		bytes, count = h.Bytes, h.Count
+		h.Bytes, h.Count = Counter{}, Counter{}
+	})
+	st.outer = append(st.outer, counters{bytes, count})
+	return bytes, count
 }
 
 // PopCounters removes the innermost level, folds it into the one below and
@@ -116,16 +203,28 @@ func (st *Statistics) PushCounters() (bytes, count Counter) {
 func (st *Statistics) PopCounters() (bytes, count Counter, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	n := len(st.levels)
-	if n == 1 {
+	n := len(st.outer)
+	if n == 0 {
 		return Counter{}, Counter{}, fmt.Errorf("%s: %w: cannot pop the last level of counters (push before popping)", kindStatistics, ErrOutOfRange)
 	}
-	child := st.levels[n-1]
-	st.levels = st.levels[:n-1]
-	parent := &st.levels[n-2]
-	parent.bytes.fold(child.bytes)
-	parent.count.fold(child.count)
-	return child.bytes, child.count, nil
+	parent := st.outer[n-1]
+	st.outer = st.outer[:n-1]
+	st.hotLocked(func(h *StatisticsHot) {
+		bytes, count = h.Bytes, h.Count
+		parent.bytes.fold(h.Bytes)
+		parent.count.fold(h.Count)
+		h.Bytes, h.Count = parent.bytes, parent.count
+	})
+	return bytes, count, nil
+}
+
+// hotLocked runs fn on the hot part with st.mu held (and kept).
+func (st *Statistics) hotLocked(fn func(h *StatisticsHot)) {
+	if st.store != nil {
+		st.store.Update(fn)
+		return
+	}
+	fn(&st.hot)
 }
 
 // Upstream returns the resource Statistics allocates from.
@@ -166,12 +265,12 @@ func (st *Statistics) allocate(s Stream, bytes, alignment uintptr, sync bool) (u
 		}
 	}
 	st.mu.Lock()
-	top := &st.levels[len(st.levels)-1]
-	top.bytes.add(int64(bytes))
-	top.count.add(1)
-	st.outBytes += bytes
-	st.outCount++
-	st.mu.Unlock()
+	if st.store == nil {
+		st.hot.Alloc(bytes)
+		st.mu.Unlock()
+	} else {
+		st.update(func(h *StatisticsHot) { h.Alloc(bytes) })
+	}
 	return p, nil
 }
 
@@ -189,49 +288,31 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 	if ptr == 0 && bytes != 0 {
 		return nil // no allocation returns 0 for a nonzero size: nothing to uncount
 	}
+	var (
+		ok       bool
+		outBytes uintptr
+		outCount int64
+	)
 	st.mu.Lock()
-	if st.outCount < 1 || st.outBytes < bytes {
-		outBytes, outCount := st.outBytes, st.outCount
+	if st.store == nil {
+		ok, outBytes, outCount = st.hot.Free(bytes), st.hot.OutBytes, st.hot.OutCount
 		st.mu.Unlock()
+	} else {
+		st.update(func(h *StatisticsHot) { ok, outBytes, outCount = h.Free(bytes), h.OutBytes, h.OutCount })
+	}
+	if !ok {
 		if bytes == 0 {
 			return nil
 		}
 		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes), but only %d bytes in %d allocations are outstanding through this adaptor",
 			kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount)
 	}
-	st.uncount(bytes)
-	st.mu.Unlock()
 	if ptr != 0 && bytes != 0 {
 		if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
 			st.mu.Lock()
-			st.recount(bytes)
-			st.mu.Unlock()
+			st.update(func(h *StatisticsHot) { h.Unfree(bytes) })
 			return err
 		}
 	}
 	return nil
-}
-
-// uncount takes a deallocation of bytes off the innermost level; st.mu is
-// held.
-func (st *Statistics) uncount(bytes uintptr) {
-	top := &st.levels[len(st.levels)-1]
-	top.bytes.Value -= int64(bytes)
-	top.count.Value--
-	st.outBytes -= bytes
-	st.outCount--
-}
-
-// recount undoes uncount for a deallocation the upstream refused; st.mu is
-// held. Totals are not touched (deallocations never add to them); a peak
-// is raised if allocations made meanwhile, with the refused memory still
-// live, went past it.
-func (st *Statistics) recount(bytes uintptr) {
-	top := &st.levels[len(st.levels)-1]
-	top.bytes.Value += int64(bytes)
-	top.bytes.Peak = max(top.bytes.Peak, top.bytes.Value)
-	top.count.Value++
-	top.count.Peak = max(top.count.Peak, top.count.Value)
-	st.outBytes += bytes
-	st.outCount++
 }

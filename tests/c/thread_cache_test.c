@@ -631,6 +631,9 @@ static void test_pool(void) { on_kind(RMM_RESOURCE_POOL, "pool", (size_t)1 << 20
 static void test_arena(void) { on_kind(RMM_RESOURCE_ARENA, "arena", (size_t)64 << 10); }
 static void test_fixed_size(void) { on_kind(RMM_RESOURCE_FIXED_SIZE, "fixed_size", (size_t)64 << 10); }
 static void test_binning(void) { on_kind(RMM_RESOURCE_BINNING, "binning", (size_t)64 << 10); }
+/* The expandable resource (needs the driver's virtual memory management:
+ * test_make skips it where there is none). */
+static void test_expandable(void) { on_kind(RMM_RESOURCE_EXPANDABLE, "expandable", (size_t)1 << 20); }
 
 static int setup(void) {
   const char* backend = "?";
@@ -646,6 +649,7 @@ static const test_case tests[] = {
     TEST(test_arena),
     TEST(test_fixed_size),
     TEST(test_binning),
+    TEST(test_expandable),
     TEST(test_released_handle),
     TEST(test_used_bytes),
     TEST(test_cross_thread_free),
