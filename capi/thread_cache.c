@@ -1098,6 +1098,20 @@ static void tc_thread_exit(void* arg) {
   if (c->next != NULL) {
     c->next->prev = c->prev;
   }
+  /* Its pairs' rounding stays counted for their handles, by the handles,
+   * moved while c leaves the list: rmmgo_tc_holding, which walks the list
+   * under tc_list_mu and reads round_gone, sees it in one place or the
+   * other, never in neither. */
+  for (int i = 0; i < TC_PAIRS; i++) {
+    tc_pair* p = c->pairs[i];
+    if (p != NULL && p->round != 0) {
+      tc_mslot* ms = tc_account(p->handle);
+      if (ms != NULL) {
+        atomic_fetch_add_explicit(&ms->round_gone, p->round, memory_order_relaxed);
+      }
+      p->round = 0;
+    }
+  }
   /* Nobody else can reach c now: stoppers walk tc_list under tc_list_mu. */
   pthread_mutex_lock(&tc_depot_mu);
   pthread_mutex_unlock(&tc_list_mu);
