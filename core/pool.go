@@ -125,6 +125,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
 	p.h.Init(kindPool, r, p.grow, true)
+	p.h.EnableFront()
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	if initial > 0 {
 		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
@@ -305,7 +306,7 @@ func (p *Pool) PoolSize() uintptr { return p.h.Size() }
 // this number. While other goroutines allocate it is a snapshot.
 func (p *Pool) UsedBytes() uintptr {
 	size, free := p.h.Size(), p.h.FreeBytes()
-	held := p.caches.held()
+	held := p.caches.held() + p.h.RoundingBytes()
 	if free+held > size {
 		return 0
 	}
