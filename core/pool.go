@@ -216,9 +216,21 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
 	if stream == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		return p.allocatePinned(stream, size)
 	}
+	ptr, err := p.h.Allocate(stream, size)
+	if err != nil {
+		return 0, closedOr(&p.closed, kindPool, err)
+	}
+	return ptr, nil
+}
+
+// allocatePinned is Allocate on the per-thread default stream, which names
+// the calling thread's stream: the goroutine stays on its thread for the
+// call. (A function of its own, so that Allocate has no defer.)
+func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
 		return 0, closedOr(&p.closed, kindPool, err)
@@ -246,9 +258,19 @@ func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
 	if stream == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		return p.deallocatePinned(stream, ptr, size)
 	}
+	if err := p.h.Deallocate(stream, ptr, size); err != nil {
+		return closedOr(&p.closed, kindPool, err)
+	}
+	return nil
+}
+
+// deallocatePinned is Deallocate on the per-thread default stream (see
+// allocatePinned).
+func (p *Pool) deallocatePinned(stream Stream, ptr, size uintptr) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return closedOr(&p.closed, kindPool, p.h.Deallocate(stream, ptr, size))
 }
 

@@ -13,10 +13,10 @@ import (
 // order on s: a block of h.BlockSize(size) bytes. For the per-thread
 // default stream the caller holds its goroutine on its OS thread.
 func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
+	if h.front != nil && size <= FrontMaxBlock && (s == cudart.DefaultStream || s == cudart.LegacyDefaultStream) {
+		return h.frontAllocate(size)
+	}
 	if s == cudart.DefaultStream || s == cudart.LegacyDefaultStream {
-		if h.front != nil && size <= FrontMaxBlock {
-			return h.frontAllocate(size)
-		}
 		// The fast path: the default stream's list in this shard (never
 		// retired), made already. (Without the front, blocks are size
 		// bytes.)

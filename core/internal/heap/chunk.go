@@ -131,23 +131,29 @@ type regionDir struct {
 
 // region returns the entry of the region holding ptr, or nil.
 func (d *regionDir) region(ptr uintptr) *region {
-	k := ptr >> pageSpan
-	var pg *regionPage
-	if i := k - d.first; i < uintptr(len(d.flat)) {
-		pg = d.flat[i]
-	} else {
-		pg = d.search(k)
+	if r := d.flatRegion(ptr); r != nil {
+		return r
 	}
-	if pg == nil {
-		return nil
-	}
-	return &pg[(ptr>>regionShift)&(regionPageSize-1)]
+	return d.search(ptr)
 }
 
-// search finds the page of key k among all pages.
-func (d *regionDir) search(k uintptr) *regionPage {
+// flatRegion is region through the flat table only (nil for an address
+// outside it): the common case, small enough to inline.
+func (d *regionDir) flatRegion(ptr uintptr) *region {
+	if i := ptr>>pageSpan - d.first; i < uintptr(len(d.flat)) {
+		if pg := d.flat[i]; pg != nil {
+			return &pg[(ptr>>regionShift)&(regionPageSize-1)]
+		}
+	}
+	return nil
+}
+
+// search is region for an address outside the flat table, or with no
+// page.
+func (d *regionDir) search(ptr uintptr) *region {
+	k := ptr >> pageSpan
 	if i := addr.Search(d.keys, k); i >= 0 && d.keys[i] == k {
-		return d.pages[i]
+		return &d.pages[i][(ptr>>regionShift)&(regionPageSize-1)]
 	}
 	return nil
 }
@@ -240,13 +246,19 @@ func (d *regionDir) record(id int32, addr, blk, size uintptr) bool {
 	}
 	lf := r.leaf.Load()
 	if lf == nil {
-		lf = new(leaf)
-		if !r.leaf.CompareAndSwap(nil, lf) {
-			lf = r.leaf.Load()
-		}
+		lf = r.newLeaf()
 	}
 	lf[(addr>>UnitShift)&(leafSlots-1)].Store(leafWord(id, size))
 	return true
+}
+
+// newLeaf returns r's leaf, making it if there is none.
+func (r *region) newLeaf() *leaf {
+	lf := new(leaf)
+	if !r.leaf.CompareAndSwap(nil, lf) {
+		lf = r.leaf.Load()
+	}
+	return lf
 }
 
 // lookup returns the slot of the block starting at ptr, in the big slots

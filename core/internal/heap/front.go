@@ -178,10 +178,49 @@ func (f *front) addRound(d uintptr) {
 }
 
 // frontAllocate serves a request of size bytes (a multiple of 256, at
-// most FrontMaxBlock) on the legacy default stream.
+// most FrontMaxBlock) on the legacy default stream. Its common case, a
+// block in the calling P's shard whose leaf or big slot exists, is written
+// out here: two calls (pin, unpin), one compare-and-swap, one store into
+// the slot.
 func (h *Heap) frontAllocate(size uintptr) (uintptr, error) {
 	c, u := frontClass(size >> UnitShift)
 	blk := u << UnitShift
+	f := h.front
+	sh := &f.shards[streamorder.Pin()&f.mask]
+	if sh.lock.tryLock() {
+		if st := sh.stacks[c]; len(st) > 0 {
+			e := st[len(st)-1]
+			sh.stacks[c] = st[:len(st)-1]
+			sh.bytes.Add(^(blk - 1))
+			sh.count.Add(^uintptr(0))
+			if blk != size {
+				sh.round.Add(blk - size)
+			}
+			sh.lock.unlock()
+			streamorder.Unpin()
+			if r := h.chunks.Load().dir.flatRegion(e.addr); r != nil {
+				if blk >= bigBlock {
+					r.big.Store(bigWord(e.id, size, e.addr))
+					return e.addr, nil
+				}
+				if lf := r.leaf.Load(); lf != nil {
+					lf[(e.addr>>UnitShift)&(leafSlots-1)].Store(leafWord(e.id, size))
+					return e.addr, nil
+				}
+			}
+			return h.publishAt(e.id, e.addr, blk, size)
+		}
+		sh.lock.unlock()
+		streamorder.Unpin()
+		return h.frontMiss(blk, size)
+	}
+	streamorder.Unpin()
+	return h.frontAllocateSlow(c, blk, size)
+}
+
+// frontAllocateSlow is frontAllocate when another goroutine held the
+// shard: the shard once more (waiting for it), then frontMiss.
+func (h *Heap) frontAllocateSlow(c int, blk, size uintptr) (uintptr, error) {
 	sh := h.front.lockShard()
 	if st := sh.stacks[c]; len(st) > 0 {
 		e := st[len(st)-1]
@@ -195,8 +234,12 @@ func (h *Heap) frontAllocate(size uintptr) (uintptr, error) {
 		return h.publishAt(e.id, e.addr, blk, size)
 	}
 	unlockShard(sh)
-	// The shard has none: the default stream's lists serve it (the fast
-	// path: this shard's list, made already).
+	return h.frontMiss(blk, size)
+}
+
+// frontMiss serves a request the shard had no block for from the default
+// stream's lists (the fast path: this shard's list, made already).
+func (h *Heap) frontMiss(blk, size uintptr) (uintptr, error) {
 	if l := h.eng.DefaultShard(); l != nil {
 		l.Mu.Lock()
 		id, addr := h.take(l, blk)
@@ -229,38 +272,93 @@ func (h *Heap) frontReserve(sh *frontShard, need uintptr) bool {
 }
 
 // frontDeallocate frees size bytes at ptr (a multiple of 256, at most
-// FrontMaxBlock) on the legacy default stream into the front.
+// FrontMaxBlock) on the legacy default stream into the front. Its common
+// case, a slot that holds the size and a shard with room, is written out
+// here; anything else goes through claim (which reports what is wrong)
+// and frontPut.
 func (h *Heap) frontDeallocate(ptr, size uintptr) error {
-	c, u := frontClass(size >> UnitShift)
-	blk := u << UnitShift
-	id, _, err := h.claim(ptr, size, blk)
-	if err != nil {
-		return err
+	u := size >> UnitShift
+	c, bu := frontClass(u)
+	blk := bu << UnitShift
+	var id int32
+	if r := h.chunks.Load().dir.flatRegion(ptr); r != nil && ptr&(Unit-1) == 0 {
+		if blk >= bigBlock {
+			if w := r.big.Load(); w>>32 == uint64(ptr>>UnitShift&(leafSlots-1))<<24|uint64(u) && r.big.CompareAndSwap(w, 0) {
+				id = int32(uint32(w))
+			}
+		} else if lf := r.leaf.Load(); lf != nil {
+			sp := &lf[(ptr>>UnitShift)&(leafSlots-1)]
+			if w := sp.Load(); w>>23 == leafPacked>>23|uint32(u) && sp.CompareAndSwap(w, 0) {
+				id = int32(w & (1<<23 - 1))
+			}
+		}
 	}
+	if id == 0 {
+		var err error
+		if id, _, err = h.claim(ptr, size, blk); err != nil {
+			return err
+		}
+	}
+	f := h.front
+	sh := &f.shards[streamorder.Pin()&f.mask]
+	if sh.lock.tryLock() {
+		if sh.bytes.Load()+blk <= sh.quota.Load() {
+			sh.stacks[c] = append(sh.stacks[c], frontEntry{ptr, id})
+			sh.bytes.Add(blk)
+			sh.count.Add(1)
+			if blk != size {
+				sh.round.Add(^(blk - size - 1))
+			}
+			sh.lock.unlock()
+			streamorder.Unpin()
+			return nil
+		}
+		sh.lock.unlock()
+	}
+	streamorder.Unpin()
+	h.frontPut(c, blk, size, frontEntry{ptr, id})
+	return nil
+}
+
+// frontPut is frontDeallocate's end when the shard was locked by another
+// goroutine or is at its quota: it reserves more of the budget, or makes
+// room (frontOverflow).
+func (h *Heap) frontPut(c int, blk, size uintptr, e frontEntry) {
 	if blk != size {
 		h.front.addRound(^(blk - size - 1))
 	}
-	e := frontEntry{ptr, id}
 	sh := h.front.lockShard()
 	if need := sh.bytes.Load() + blk; need > sh.quota.Load() && !h.frontReserve(sh, need-sh.quota.Load()) {
 		h.frontOverflow(sh, c, blk, e)
-		return nil
+		return
 	}
 	sh.stacks[c] = append(sh.stacks[c], e)
 	sh.bytes.Add(blk)
 	sh.count.Add(1)
 	unlockShard(sh)
-	return nil
 }
 
 // frontOverflow frees e, a block of class c (blk bytes), into sh, whose
-// quota cannot grow to hold it: it makes room by draining blocks of class
-// c (of the largest class that has any, when c has none) into the heap,
-// half the class, within frontDrainBatch. sh is locked; frontOverflow
-// unlocks it.
+// quota cannot grow to hold it. It makes room in the budget first from
+// the shard holding the most (a goroutine that moved to another P leaves
+// its blocks, and the quota they hold, behind), then by draining blocks of
+// class c and the classes after it from sh; the blocks drained go to the
+// heap, within frontDrainBatch. sh is locked; frontOverflow unlocks it.
 func (h *Heap) frontOverflow(sh *frontShard, c int, blk uintptr, e frontEntry) {
 	var out [frontDrainBatch]frontEntry
-	n := sh.drainHalf(c, blk, out[:])
+	n := 0
+	if o := h.front.fullest(sh); o != nil && o.bytes.Load() > sh.bytes.Load()/2 && o.lock.tryLock() {
+		// (tryLock: never wait for a shard while holding one.)
+		var got uintptr
+		n, got = o.drain(0, o.bytes.Load()/2, out[:len(out)-1])
+		o.quota.Add(^(got - 1))
+		h.magAvail.Add(int64(got))
+		o.lock.unlock()
+	}
+	if need := sh.bytes.Load() + blk; n == 0 || need > sh.quota.Load() && !h.frontReserve(sh, need-sh.quota.Load()) {
+		k, _ := sh.drain(c, max(sh.bytes.Load()/4, blk), out[n:len(out)-1])
+		n += k
+	}
 	if sh.bytes.Load()+blk <= sh.quota.Load() {
 		sh.stacks[c] = append(sh.stacks[c], e)
 		sh.bytes.Add(blk)
@@ -275,34 +373,41 @@ func (h *Heap) frontOverflow(sh *frontShard, c int, blk uintptr, e frontEntry) {
 	h.frontInsert(out[:n])
 }
 
-// drainHalf moves blocks into out for a drain, and returns how many: the
-// newest half of class c, then of the classes after it (cyclically), until
-// they add up to a quarter of what the shard holds and leave room for a
-// block of blk bytes, or out is full but one entry. sh is locked.
-func (sh *frontShard) drainHalf(c int, blk uintptr, out []frontEntry) int {
+// fullest returns the shard other than sh that holds the most bytes (a
+// hint), or nil when none holds any.
+func (f *front) fullest(sh *frontShard) *frontShard {
+	var best *frontShard
+	var most uintptr
+	for i := range f.shards {
+		if o := &f.shards[i]; o != sh && o.bytes.Load() > most {
+			best, most = o, o.bytes.Load()
+		}
+	}
+	return best
+}
+
+// drain moves blocks into out, and returns how many and their bytes: the
+// newest half of class c, then of the classes after it (cyclically),
+// until they add up to want bytes or out is full. sh is locked.
+func (sh *frontShard) drain(c int, want uintptr, out []frontEntry) (int, uintptr) {
 	n := 0
 	var got uintptr
-	want := sh.bytes.Load() / 4
-	for i := 0; i < frontClasses && n < len(out)-1; i++ {
-		st := sh.stacks[c]
-		if len(st) > 0 {
+	for i := 0; i < frontClasses && n < len(out) && got < want; i++ {
+		if st := sh.stacks[c]; len(st) > 0 {
 			cb := frontSizeOf(c) << UnitShift
-			k := min(len(st), len(out)-1-n, max(len(st)/2, 1))
+			k := min(len(st), len(out)-n, max(len(st)/2, 1))
 			copy(out[n:], st[len(st)-k:])
 			sh.stacks[c] = st[:len(st)-k]
 			sh.bytes.Add(^(uintptr(k)*cb - 1))
 			sh.count.Add(^uintptr(k - 1))
 			n += k
 			got += uintptr(k) * cb
-			if got >= want && sh.bytes.Load()+blk <= sh.quota.Load() {
-				break
-			}
 		}
 		if c++; c == frontClasses {
 			c = 0
 		}
 	}
-	return n
+	return n, got
 }
 
 // frontSizeOf returns the size in units of class c.
