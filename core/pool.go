@@ -32,9 +32,17 @@ type PoolOptions struct {
 // pool_memory_resource: it takes large chunks from its upstream and serves
 // allocations from them in nanoseconds, in stream order.
 //
-// Sizes are rounded up to 256 bytes and every block is 256-byte aligned;
-// alignments above 256 are refused (wrap the pool in an Aligned adaptor for
-// more). A request the free memory cannot hold first takes back the blocks
+// Every block is 256-byte aligned; alignments above 256 are refused (wrap
+// the pool in an Aligned adaptor for more). Requests up to 1 MiB get a
+// block of their size class (256-byte steps up to 4 KiB, then four classes
+// per power of two: 5, 6, 7, 8 KiB, 10, 12, 14, 16 KiB, ...; the classes of
+// the C ABI's thread caches), larger ones are rounded up to 256 bytes; a
+// block keeps the size its user asked for, which the free must give, and
+// its rounding does not count as in use (UsedBytes). Blocks freed on the
+// legacy default stream wait, as they are, in a per-P cache of their class
+// (the heap's front) for the next request of that class on that stream;
+// the cache shares the magazines' budget below and empties before the pool
+// grows, before it fails, on Release and Close. A request the free memory cannot hold first takes back the blocks
 // that caches in front of the pool hold (the C ABI's thread caches, see
 // Cacheable), then grows the pool by the request, a sixteenth of the
 // pool's size or 2 MiB, whichever is largest, and no further than the
