@@ -308,14 +308,18 @@ func (sb *superblock) alloc(u int) (int, int) {
 	return i, 0
 }
 
-// noteFull updates the full words' bits for the used units [i, i+u).
+// noteFull notes the words that the units [i, i+u), just used, filled:
+// those between the first and the last are full; those two are looked at.
 func (sb *superblock) noteFull(i, u int) {
-	for k := i >> 6; k <= (i+u-1)>>6; k++ {
-		if sb.used[k] == ^uint64(0) {
-			sb.full |= 1 << k
-		} else {
-			sb.full &^= 1 << k
-		}
+	lo, hi := i>>6, (i+u-1)>>6
+	if hi-lo > 1 {
+		sb.full |= (^uint64(0) >> (64 - (hi - lo - 1))) << (lo + 1)
+	}
+	if sb.used[lo] == ^uint64(0) {
+		sb.full |= 1 << lo
+	}
+	if sb.used[hi] == ^uint64(0) {
+		sb.full |= 1 << hi
 	}
 }
 

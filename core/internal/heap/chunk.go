@@ -236,9 +236,11 @@ func (d *regionDir) index() {
 // size, which a free must give). false when the region has no entry (the
 // heap was closed meanwhile).
 func (d *regionDir) record(id int32, addr, blk, size uintptr) bool {
-	r := d.region(addr)
+	r := d.flatRegion(addr)
 	if r == nil {
-		return false
+		if r = d.search(addr); r == nil {
+			return false
+		}
 	}
 	if blk >= bigBlock {
 		r.big.Store(bigWord(id, size, addr))
@@ -264,9 +266,11 @@ func (r *region) newLeaf() *leaf {
 // lookup returns the slot of the block starting at ptr, in the big slots
 // (big set) or the leaves; its word is 0 when there is none.
 func (d *regionDir) lookup(ptr uintptr, big bool) slotRef {
-	r := d.region(ptr)
+	r := d.flatRegion(ptr)
 	if r == nil {
-		return slotRef{}
+		if r = d.search(ptr); r == nil {
+			return slotRef{}
+		}
 	}
 	if big {
 		w := r.big.Load()
