@@ -104,15 +104,30 @@ type Arena struct {
 // superblock is 1 MiB lent by the global arena to one per-stream arena.
 // Its fields change under the owner's lock.
 type superblock struct {
-	base    uintptr
-	owner   atomic.Pointer[arenaList]
-	idx     int // position in owner.sbs
-	free    int // free units
-	low     int // no free unit below this one
-	used    [superblockWords]uint64
-	start   [superblockWords]uint64 // first unit of each allocation
-	pending [superblockWords]uint64 // first unit of each allocation freed on another stream, not yet taken back
+	base  uintptr
+	owner atomic.Pointer[arenaList]
+	idx   int                     // position in owner.sbs
+	free  int                     // free units
+	low   int                     // no free unit below this one
+	full  uint64                  // bit k: word k of the used bitmap is full (see findShort)
+	used  [superblockWords]uint64 // a bit per unit: used units
+	// The first unit of each allocation, and the first unit of each
+	// allocation freed on another stream and not taken back yet,
+	// interleaved word by word (marks[2k] and marks[2k+1] are the start
+	// and pending words of units 64k to 64k+63), so that checking a free
+	// reads one cache line of them.
+	marks [2 * superblockWords]uint64
 }
+
+// A bitmap of a superblock: its words, every stride-th of w.
+type sbMap struct {
+	w      []uint64
+	stride int
+}
+
+func (sb *superblock) usedMap() sbMap    { return sbMap{sb.used[:], 1} }
+func (sb *superblock) startMap() sbMap   { return sbMap{sb.marks[:], 2} }
+func (sb *superblock) pendingMap() sbMap { return sbMap{sb.marks[1:], 2} }
 
 // arenaList is the arena of one stream in one shard.
 type arenaList struct {
@@ -187,26 +202,27 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	return a, nil
 }
 
-// setBits sets (or clears) n bits from bit i of w.
-func setBits(w *[superblockWords]uint64, i, n int, set bool) {
+// setBits sets (or clears) n bits from bit i of b.
+func setBits(b sbMap, i, n int, set bool) {
 	for n > 0 {
 		k := min(64-i&63, n)
 		m := (^uint64(0) >> (64 - k)) << (i & 63)
 		if set {
-			w[i>>6] |= m
+			b.w[i>>6*b.stride] |= m
 		} else {
-			w[i>>6] &^= m
+			b.w[i>>6*b.stride] &^= m
 		}
 		i, n = i+k, n-k
 	}
 }
 
-// allSet reports whether n bits from bit i are set; noneSet whether none is.
-func allSet(w *[superblockWords]uint64, i, n int) bool {
+// allSet reports whether n bits from bit i of b are set; noneSet whether
+// none is.
+func allSet(b sbMap, i, n int) bool {
 	for n > 0 {
 		k := min(64-i&63, n)
 		m := (^uint64(0) >> (64 - k)) << (i & 63)
-		if w[i>>6]&m != m {
+		if b.w[i>>6*b.stride]&m != m {
 			return false
 		}
 		i, n = i+k, n-k
@@ -214,11 +230,11 @@ func allSet(w *[superblockWords]uint64, i, n int) bool {
 	return true
 }
 
-func noneSet(w *[superblockWords]uint64, i, n int) bool {
+func noneSet(b sbMap, i, n int) bool {
 	for n > 0 {
 		k := min(64-i&63, n)
 		m := (^uint64(0) >> (64 - k)) << (i & 63)
-		if w[i>>6]&m != 0 {
+		if b.w[i>>6*b.stride]&m != 0 {
 			return false
 		}
 		i, n = i+k, n-k
@@ -226,13 +242,13 @@ func noneSet(w *[superblockWords]uint64, i, n int) bool {
 	return true
 }
 
-func bitSet(w *[superblockWords]uint64, i int) bool { return w[i>>6]&(1<<(i&63)) != 0 }
+func bitSet(b sbMap, i int) bool { return b.w[i>>6*b.stride]&(1<<(i&63)) != 0 }
 
-// nextZero returns the first clear bit at or after i (superblockUnits if
-// none); nextOne the first set one.
-func nextZero(w *[superblockWords]uint64, i int) int {
+// nextZero returns the first clear bit of b at or after i
+// (superblockUnits if none); nextOne the first set one.
+func nextZero(b sbMap, i int) int {
 	for i < superblockUnits {
-		m := ^w[i>>6] & (^uint64(0) << (i & 63))
+		m := ^b.w[i>>6*b.stride] & (^uint64(0) << (i & 63))
 		if m != 0 {
 			return i&^63 + bits.TrailingZeros64(m)
 		}
@@ -241,11 +257,11 @@ func nextZero(w *[superblockWords]uint64, i int) int {
 	return superblockUnits
 }
 
-// prevOne returns the last set bit before i, or -1.
-func prevOne(w *[superblockWords]uint64, i int) int {
+// prevOne returns the last set bit of b before i, or -1.
+func prevOne(b sbMap, i int) int {
 	for i > 0 {
 		i--
-		m := w[i>>6] & (^uint64(0) >> (63 - i&63))
+		m := b.w[i>>6*b.stride] & (^uint64(0) >> (63 - i&63))
 		if m != 0 {
 			return i&^63 + 63 - bits.LeadingZeros64(m)
 		}
@@ -254,9 +270,9 @@ func prevOne(w *[superblockWords]uint64, i int) int {
 	return -1
 }
 
-func nextOne(w *[superblockWords]uint64, i int) int {
+func nextOne(b sbMap, i int) int {
 	for i < superblockUnits {
-		m := w[i>>6] & (^uint64(0) << (i & 63))
+		m := b.w[i>>6*b.stride] & (^uint64(0) << (i & 63))
 		if m != 0 {
 			return i&^63 + bits.TrailingZeros64(m)
 		}
@@ -271,23 +287,85 @@ func (sb *superblock) alloc(u int) (int, int) {
 	if sb.free < u {
 		return -1, sb.free
 	}
+	var i, largest int
+	if u <= 64 {
+		// No run of u units: the largest is shorter, which is all the
+		// caller's hint needs to know.
+		i, largest = sb.findShort(u), u-1
+	} else {
+		i, largest = sb.findLong(u)
+	}
+	if i < 0 {
+		return -1, largest
+	}
+	setBits(sb.usedMap(), i, u, true)
+	setBits(sb.startMap(), i, 1, true)
+	sb.noteFull(i, u)
+	sb.free -= u
+	if i == sb.low {
+		sb.low = nextZero(sb.usedMap(), i+u)
+	}
+	return i, 0
+}
+
+// noteFull notes the words that the units [i, i+u), just used, filled:
+// those between the first and the last are full; those two are looked at.
+func (sb *superblock) noteFull(i, u int) {
+	lo, hi := i>>6, (i+u-1)>>6
+	if hi-lo > 1 {
+		sb.full |= (^uint64(0) >> (64 - (hi - lo - 1))) << (lo + 1)
+	}
+	if sb.used[lo] == ^uint64(0) {
+		sb.full |= 1 << lo
+	}
+	if sb.used[hi] == ^uint64(0) {
+		sb.full |= 1 << hi
+	}
+}
+
+// findShort returns the first unit of the first run of u free units (u <=
+// 64), or -1: a word of the used bitmap at a time, the runs inside a word
+// found with a few shifts (log2 u), a run across two words by counting the
+// free units at the end of one and the start of the next.
+//
+// Full words are skipped through sb.full without being read.
+func (sb *superblock) findShort(u int) int {
+	for ws := ^sb.full &^ (1<<(sb.low>>6) - 1); ws != 0; ws &= ws - 1 {
+		k := bits.TrailingZeros64(ws)
+		used := sb.used[k]
+		// m: bit p set when units p .. p+n-1 of the word are free, n
+		// doubling up to u.
+		m := ^used
+		for n := 1; n < u; {
+			t := min(n, u-n)
+			m &= m >> t
+			n += t
+		}
+		if m != 0 {
+			return k<<6 + bits.TrailingZeros64(m)
+		}
+		if top := bits.LeadingZeros64(used); top > 0 && k+1 < superblockWords &&
+			top+bits.TrailingZeros64(sb.used[k+1]) >= u {
+			return k<<6 + 64 - top
+		}
+	}
+	return -1
+}
+
+// findLong returns the first unit of the first run of u free units, run
+// by run, or -1 and the largest run.
+func (sb *superblock) findLong(u int) (int, int) {
 	largest := 0
-	for i := nextZero(&sb.used, sb.low); i < superblockUnits; {
-		end := nextOne(&sb.used, i)
+	for i := nextZero(sb.usedMap(), sb.low); i < superblockUnits; {
+		end := nextOne(sb.usedMap(), i)
 		if end-i >= u {
-			setBits(&sb.used, i, u, true)
-			setBits(&sb.start, i, 1, true)
-			sb.free -= u
-			if i == sb.low {
-				sb.low = nextZero(&sb.used, i+u)
-			}
 			return i, 0
 		}
 		largest = max(largest, end-i)
 		if end == superblockUnits {
 			break
 		}
-		i = nextZero(&sb.used, end)
+		i = nextZero(sb.usedMap(), end)
 	}
 	return -1, largest
 }
@@ -295,44 +373,46 @@ func (sb *superblock) alloc(u int) (int, int) {
 // release frees u units from unit i and returns the length of the free
 // run they are now part of.
 func (sb *superblock) release(i, u int) int {
-	setBits(&sb.used, i, u, false)
+	setBits(sb.usedMap(), i, u, false)
+	sb.full &^= (^uint64(0) >> (63 - (i+u-1)>>6)) &^ (1<<(i>>6) - 1) // the words it touches
 	sb.free += u
 	if i < sb.low {
 		sb.low = i
 	}
-	return nextOne(&sb.used, i+u) - (prevOne(&sb.used, i) + 1)
+	return nextOne(sb.usedMap(), i+u) - (prevOne(sb.usedMap(), i) + 1)
 }
 
 // valid reports whether units [i, i+u) are exactly one live allocation.
 func (sb *superblock) valid(i, u int) bool {
-	if i+u > superblockUnits || !bitSet(&sb.start, i) || bitSet(&sb.pending, i) || !allSet(&sb.used, i, u) {
+	used, start := sb.usedMap(), sb.startMap()
+	if i+u > superblockUnits || !bitSet(start, i) || bitSet(sb.pendingMap(), i) || !allSet(used, i, u) {
 		return false
 	}
-	if u > 1 && !noneSet(&sb.start, i+1, u-1) {
+	if u > 1 && !noneSet(start, i+1, u-1) {
 		return false
 	}
 	end := i + u
-	return end == superblockUnits || !bitSet(&sb.used, end) || bitSet(&sb.start, end)
+	return end == superblockUnits || !bitSet(used, end) || bitSet(start, end)
 }
 
 // largestRun returns the largest run of free units.
 func (sb *superblock) largestRun() int {
 	best := 0
-	for i := nextZero(&sb.used, 0); i < superblockUnits; {
-		end := nextOne(&sb.used, i)
+	for i := nextZero(sb.usedMap(), 0); i < superblockUnits; {
+		end := nextOne(sb.usedMap(), i)
 		best = max(best, end-i)
 		if end == superblockUnits {
 			break
 		}
-		i = nextZero(&sb.used, end)
+		i = nextZero(sb.usedMap(), end)
 	}
 	return best
 }
 
 // hasPending reports whether frees from other streams wait in sb.
 func (sb *superblock) hasPending() bool {
-	for _, w := range sb.pending {
-		if w != 0 {
+	for k := 0; k < superblockWords; k++ {
+		if sb.marks[2*k+1] != 0 {
 			return true
 		}
 	}
@@ -417,8 +497,8 @@ func (a *Arena) drain(l *arenaList, s Stream, ordered bool) error {
 		r.st.Inflight.Add(-1)
 		sb := a.superblockAt(r.ptr)
 		i := int(r.ptr-sb.base) >> unitShift
-		setBits(&sb.start, i, 1, false)
-		setBits(&sb.pending, i, 1, false)
+		setBits(sb.startMap(), i, 1, false)
+		setBits(sb.pendingMap(), i, 1, false)
 		l.released(sb, sb.release(i, r.units))
 		l.Free.Add(uintptr(r.units) << unitShift)
 		if sb.free == superblockUnits {
@@ -890,7 +970,7 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 				l.Mu.Unlock()
 				return a.badFree(ptr, size)
 			}
-			setBits(&sb.start, i, 1, false)
+			setBits(sb.startMap(), i, 1, false)
 			l.released(sb, sb.release(i, u))
 			l.Free.Add(size)
 			var give bool
@@ -921,7 +1001,7 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 			l.Mu.Unlock()
 			return a.badFree(ptr, size)
 		}
-		setBits(&sb.pending, i, 1, true)
+		setBits(sb.pendingMap(), i, 1, true)
 		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.St, seq: sl.St.Epoch.Load()})
 		// The freeing stream must outlive the entry: the sweep would forget
 		// it (destroying the event drain waits on) once its own lists are

@@ -245,7 +245,7 @@ func TestSuperblockBitmaps(t *testing.T) {
 			a := live[k]
 			live[k] = live[len(live)-1]
 			live = live[:len(live)-1]
-			setBits(&sb.start, a.i, 1, false)
+			setBits(sb.startMap(), a.i, 1, false)
 			for j := a.i; j < a.i+a.u; j++ {
 				model[j] = false
 			}

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkRandomAllocationsCPU runs BenchmarkRandomAllocations' small and
-// medium cases for fixed_size and binning and reports, beside wall time per
+// medium cases for the sub-allocators and reports, beside wall time per
 // operation, the process's CPU time (user and system, every thread) per
 // operation. On a shared machine other processes stretch the wall time of
 // a run far more than its CPU time, so A/B comparisons there should look
@@ -22,7 +22,7 @@ import (
 func BenchmarkRandomAllocationsCPU(b *testing.B) {
 	for _, c := range []workload.Case{workload.Small, workload.Medium} {
 		for _, br := range benchResources {
-			if br.name != "binning" && br.name != "fixed_size" {
+			if br.name != "pool" && br.name != "binning" && br.name != "fixed_size" && br.name != "arena" {
 				continue
 			}
 			for _, g := range []int{1, 4, 16} {
@@ -33,6 +33,11 @@ func BenchmarkRandomAllocationsCPU(b *testing.B) {
 					plans := make([]*workload.Plan, g)
 					for i := range plans {
 						plans[i] = workload.NewPlan(c, maxUsage, workload.DefaultSeed+uint64(i))
+					}
+					// Untimed first run, as in benchRandomOn: the resource
+					// grows to what the workload needs.
+					if _, _, err := workload.RunParallel(r, plans, nil); err != nil {
+						b.Fatal(err)
 					}
 					var ops int
 					var cpu time.Duration

@@ -497,9 +497,23 @@ func (f *FixedSize) allocate(stream Stream) (uintptr, error) {
 		return 0, errClosed(kindFixedSize)
 	}
 	if stream == DefaultStream || stream == cudart.LegacyDefaultStream {
-		// The fast path: the default stream's list in this shard.
+		// The fast path: the default stream's list in this shard (which
+		// never settles: every block is in l.blocks), pop and publish
+		// written out.
 		if l := f.eng.DefaultShard(); l != nil {
 			l.Mu.Lock()
+			if n := len(l.blocks); n > 0 {
+				b := l.blocks[n-1]
+				l.blocks = l.blocks[:n-1]
+				l.Free.Add(^(f.blockSize - 1))
+				l.Mu.Unlock()
+				if cs := *f.byID.Load(); int(b.chunk) < len(cs) {
+					c := cs[b.chunk]
+					c.used[b.idx/64].Or(uint64(1) << (b.idx % 64))
+					return c.base + f.blockOffset(uintptr(b.idx)), nil
+				}
+				return 0, errClosed(kindFixedSize)
+			}
 			b, ok := f.pop(l)
 			l.Mu.Unlock()
 			if ok {

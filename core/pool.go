@@ -32,9 +32,17 @@ type PoolOptions struct {
 // pool_memory_resource: it takes large chunks from its upstream and serves
 // allocations from them in nanoseconds, in stream order.
 //
-// Sizes are rounded up to 256 bytes and every block is 256-byte aligned;
-// alignments above 256 are refused (wrap the pool in an Aligned adaptor for
-// more). A request the free memory cannot hold first takes back the blocks
+// Every block is 256-byte aligned; alignments above 256 are refused (wrap
+// the pool in an Aligned adaptor for more). Requests up to 1 MiB get a
+// block of their size class (256-byte steps up to 4 KiB, then four classes
+// per power of two: 5, 6, 7, 8 KiB, 10, 12, 14, 16 KiB, ...; the classes of
+// the C ABI's thread caches), larger ones are rounded up to 256 bytes; a
+// block keeps the size its user asked for, which the free must give, and
+// its rounding does not count as in use (UsedBytes). Blocks freed on the
+// legacy default stream wait, as they are, in a per-P cache of their class
+// (the heap's front) for the next request of that class on that stream;
+// the cache shares the magazines' budget below and empties before the pool
+// grows, before it fails, on Release and Close. A request the free memory cannot hold first takes back the blocks
 // that caches in front of the pool hold (the C ABI's thread caches, see
 // Cacheable), then grows the pool by the request, a sixteenth of the
 // pool's size or 2 MiB, whichever is largest, and no further than the
@@ -125,6 +133,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
 	p.h.Init(kindPool, r, p.grow, true)
+	p.h.EnableFront()
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	if initial > 0 {
 		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
@@ -215,9 +224,21 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
 	if stream == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		return p.allocatePinned(stream, size)
 	}
+	ptr, err := p.h.Allocate(stream, size)
+	if err != nil {
+		return 0, closedOr(&p.closed, kindPool, err)
+	}
+	return ptr, nil
+}
+
+// allocatePinned is Allocate on the per-thread default stream, which names
+// the calling thread's stream: the goroutine stays on its thread for the
+// call. (A function of its own, so that Allocate has no defer.)
+func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
 		return 0, closedOr(&p.closed, kindPool, err)
@@ -245,9 +266,19 @@ func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
 	if stream == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		return p.deallocatePinned(stream, ptr, size)
 	}
+	if err := p.h.Deallocate(stream, ptr, size); err != nil {
+		return closedOr(&p.closed, kindPool, err)
+	}
+	return nil
+}
+
+// deallocatePinned is Deallocate on the per-thread default stream (see
+// allocatePinned).
+func (p *Pool) deallocatePinned(stream Stream, ptr, size uintptr) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return closedOr(&p.closed, kindPool, p.h.Deallocate(stream, ptr, size))
 }
 
@@ -305,7 +336,7 @@ func (p *Pool) PoolSize() uintptr { return p.h.Size() }
 // this number. While other goroutines allocate it is a snapshot.
 func (p *Pool) UsedBytes() uintptr {
 	size, free := p.h.Size(), p.h.FreeBytes()
-	held := p.caches.held()
+	held := p.caches.held() + p.h.RoundingBytes()
 	if free+held > size {
 		return 0
 	}

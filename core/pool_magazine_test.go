@@ -41,10 +41,13 @@ func TestPoolMagazineInvalidFrees(t *testing.T) {
 			defer p.Close()
 			x, err := p.Allocate(c.stream, c.size, 256)
 			require.NoError(t, err)
+			// (An allocation on the default stream may keep a few more
+			// blocks of its class in the front.)
+			n0, _ := magHeld(&p.h)
 			require.NoError(t, p.Deallocate(c.stream, x, c.size, 256))
 			n, _ := magHeld(&p.h)
 			if c.size <= heap.MagazineMaxBlock {
-				require.Equal(t, 1, n, "the block waits in a magazine")
+				require.Equal(t, n0+1, n, "the block waits in a magazine (or the front)")
 			} else {
 				require.Zero(t, n, "too large for a magazine")
 			}
@@ -214,13 +217,14 @@ func TestPoolMagazineNoGrowth(t *testing.T) {
 				if n == 0 {
 					n = uintptr(rng.IntN(96<<10)) + 1
 				}
-				if used+up256(n) > size {
+				bs := p.h.BlockSize(up256(n)) // its size class's
+				if used+bs > size {
 					break
 				}
 				x, err := p.Allocate(s, n, 256)
 				require.NoError(t, err)
 				live = append(live, blk{x, n})
-				used += up256(n)
+				used += bs
 			}
 			rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
 			for _, b := range live {

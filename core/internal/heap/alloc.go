@@ -10,21 +10,31 @@ import (
 )
 
 // Allocate returns size bytes (a multiple of 256, not 0) usable in stream
-// order on s. For the per-thread default stream the caller holds its
-// goroutine on its OS thread.
+// order on s: a block of h.BlockSize(size) bytes. For the per-thread
+// default stream the caller holds its goroutine on its OS thread.
 func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
-	if s == cudart.DefaultStream {
+	if h.front != nil && size <= FrontMaxBlock && (s == cudart.DefaultStream || s == cudart.LegacyDefaultStream) {
+		return h.frontAllocate(size)
+	}
+	if s == cudart.DefaultStream || s == cudart.LegacyDefaultStream {
 		// The fast path: the default stream's list in this shard (never
-		// retired), made already.
+		// retired), made already. (Without the front, blocks are size
+		// bytes.)
 		if l := h.eng.DefaultShard(); l != nil {
 			l.Mu.Lock()
-			id, addr, chunk := h.take(l, size)
+			id, addr := h.take(l, size)
 			l.Mu.Unlock()
 			if id != 0 {
-				return h.publishAt(id, addr, chunk, size)
+				return h.publishAt(id, addr, size, size)
 			}
 		}
 	}
+	return h.allocateList(s, h.blockSize(size), size)
+}
+
+// allocateList serves a request of size bytes with a block of blk bytes
+// from s's list in the calling goroutine's shard, or allocateSlow.
+func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr) (uintptr, error) {
 	for {
 		sl, err := h.eng.Lookup(s)
 		if err != nil {
@@ -33,12 +43,13 @@ func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
 		h.eng.MaybeSettle(sl, s)
 		l := h.eng.List(sl, h.eng.Shard())
 		l.Mu.Lock()
-		id, addr, chunk := h.take(l, size)
+		id, addr := h.take(l, blk)
 		l.Mu.Unlock()
 		if id != 0 {
-			return h.publishAt(id, addr, chunk, size)
+			h.countRound(blk, size)
+			return h.publishAt(id, addr, blk, size)
 		}
-		p, err := h.allocateSlow(s, sl, l, size)
+		p, err := h.allocateSlow(s, sl, l, blk, size)
 		if err != streamorder.ErrRetry {
 			return p, err
 		}
@@ -51,7 +62,9 @@ func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
 // or settled blocks); by merging all of that and coalescing; by growing;
 // and, when growth fails, after a device synchronization, which frees
 // everything freed before it for every stream.
-func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, size uintptr) (uintptr, error) {
+//
+// It serves blk bytes (h.blockSize(size)) for a request of size bytes.
+func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, blk, size uintptr) (uintptr, error) {
 	st := sl.St
 	syncs := 0         // device synchronizations after growth failed
 	reclaimed := false // the owner's caches were asked for their blocks
@@ -61,14 +74,15 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 		// Memory freed on this stream in other shards.
 		for i := range sl.Shards {
 			l := sl.Shards[i].Load()
-			if l == nil || l == own || l.Free.Load() < size {
+			if l == nil || l == own || l.Free.Load() < blk {
 				continue
 			}
 			l.Mu.Lock()
-			id, addr, chunk := h.take(l, size)
+			id, addr := h.take(l, blk)
 			l.Mu.Unlock()
 			if id != 0 {
-				return h.publishAt(id, addr, chunk, size)
+				h.countRound(blk, size)
+				return h.publishAt(id, addr, blk, size)
 			}
 		}
 		// Memory freed on other streams, once this stream waits for it.
@@ -80,20 +94,20 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			}
 			durable := l.St.Durable()
 			if avail := l.Settled.Load(); durable {
-				if l.Free.Load() < size {
+				if l.Free.Load() < blk {
 					continue
 				}
-			} else if avail < size {
+			} else if avail < blk {
 				continue
 			}
 			l.Mu.Lock()
-			id := h.carve(l, size, !durable)
+			id := h.carve(l, blk, !durable)
 			if id == 0 && durable && l.mag != nil && l.mag.count != 0 {
 				// Blocks in the magazine of a durable stream's list are
 				// ordered like the others once in the index. (Those of
 				// other streams are fresh: they settle first.)
 				h.magFlushAll(l)
-				id = h.carve(l, size, false)
+				id = h.carve(l, blk, false)
 			}
 			var seq uint64
 			if id != 0 {
@@ -112,19 +126,19 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			if err != nil {
 				return 0, err
 			}
-			return h.publish(id)
+			return h.publish(id, size)
 		}
 		h.eng.WantOthers(ls, st, false)
 		// Enough ordered memory is free, but in pieces, some of them in
 		// other lists: merge it into this stream's list and coalesce.
-		if h.worthDefrag(own, size) {
-			id, err := h.defrag(s, own, size)
+		if h.worthDefrag(own, blk) {
+			id, err := h.defrag(s, own, blk)
 			if err != nil || id != 0 {
 				if id != 0 {
 					// What was ordered for everyone is now fresh in own's
 					// list: settle it, so that others may go on using it.
 					h.eng.SettleNow(sl, s, false)
-					return h.publish(id)
+					return h.publish(id, size)
 				}
 				return 0, err
 			}
@@ -135,19 +149,26 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			}
 			return 0, errNoRoom
 		}
-		// Blocks the caches in front of the heap hold are free memory the
-		// heap cannot see: take them back before growing (once a call).
-		if !reclaimed && h.reclaim != nil {
+		// Blocks the caches in front of the heap hold (the owner's, then
+		// the heap's own front) are free memory the lists do not see: take
+		// them back before growing (once a call), and look again. The
+		// owner's caches give theirs back through Deallocate, into the
+		// front when they were freed on the default stream: drain it after.
+		if !reclaimed {
 			reclaimed = true
-			if h.reclaim(size) {
+			back := h.reclaim != nil && h.reclaim(size)
+			if back {
 				gave = true
+			}
+			if h.DrainFront() || back {
 				// The blocks came back, most likely into own: look there,
 				// then everywhere as before.
 				own.Mu.Lock()
-				id, addr, chunk := h.take(own, size)
+				id, addr := h.take(own, blk)
 				own.Mu.Unlock()
 				if id != 0 {
-					return h.publishAt(id, addr, chunk, size)
+					h.countRound(blk, size)
+					return h.publishAt(id, addr, blk, size)
 				}
 				continue
 			}
@@ -161,10 +182,10 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			h.growMu.Unlock()
 			continue // another allocation grew the heap meanwhile: look again
 		}
-		base, n, err := h.grow(s, size)
+		base, n, err := h.grow(s, blk)
 		if err != nil {
 			h.growMu.Unlock()
-			if !errors.Is(err, errs.OutOfMemory) || h.quietFreeBytes() < size || syncs == maxSyncRetries {
+			if !errors.Is(err, errs.OutOfMemory) || h.quietFreeBytes() < blk || syncs == maxSyncRetries {
 				if gave && errors.Is(err, errs.OutOfMemory) && h.futile != nil {
 					h.futile()
 				}
@@ -188,17 +209,17 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 			return 0, streamorder.ErrRetry
 		}
 		h.addChunk(own, base, n)
-		id := h.carve(own, size, false)
+		id := h.carve(own, blk, false)
 		own.Mu.Unlock()
 		h.gen.Add(1)
 		h.growMu.Unlock()
 		if id == 0 {
-			return 0, fmt.Errorf("%s: %w: internal error: a new chunk of %d bytes cannot hold %d", h.kind, errs.BadAlloc, n, size)
+			return 0, fmt.Errorf("%s: %w: internal error: a new chunk of %d bytes cannot hold %d", h.kind, errs.BadAlloc, n, blk)
 		}
 		// The rest of the chunk is fresh in own's list: settle it, so that
 		// other streams need not grow too.
 		h.eng.SettleNow(sl, s, true)
-		return h.publish(id)
+		return h.publish(id, size)
 	}
 }
 
@@ -210,6 +231,7 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 // its OS thread. A cache refilling itself calls it after Allocate gave it
 // its first block.
 func (h *Heap) AllocateMore(s cudart.Stream, size uintptr, out []uintptr) int {
+	blk := h.blockSize(size)
 	sl := h.eng.Default()
 	if s != cudart.DefaultStream && s != cudart.LegacyDefaultStream {
 		var err error
@@ -221,10 +243,10 @@ func (h *Heap) AllocateMore(s cudart.Stream, size uintptr, out []uintptr) int {
 	mine := h.eng.Shard()
 	for i := range sl.Shards {
 		l := sl.Shards[(uint32(i)+mine)%uint32(len(sl.Shards))].Load()
-		if l == nil || l.Free.Load() < size {
+		if l == nil || l.Free.Load() < blk {
 			continue
 		}
-		n += h.takeMore(l, size, out[n:])
+		n += h.takeMore(l, blk, size, out[n:])
 		if n == len(out) {
 			break
 		}
@@ -232,30 +254,32 @@ func (h *Heap) AllocateMore(s cudart.Stream, size uintptr, out []uintptr) int {
 	return n
 }
 
-// takeMore fills out with blocks of size bytes from l; it returns how many.
-func (h *Heap) takeMore(l *freeList, size uintptr, out []uintptr) int {
+// takeMore fills out with blocks of blk bytes from l, for requests of
+// size bytes; it returns how many.
+func (h *Heap) takeMore(l *freeList, blk, size uintptr, out []uintptr) int {
 	type got struct {
-		id, chunk int32
-		addr      uintptr
+		id   int32
+		addr uintptr
 	}
 	var buf [64]got
 	n := 0
 	l.Mu.Lock()
 	for n < len(out) && n < len(buf) && !l.Retired {
-		id, addr, chunk := h.take(l, size)
+		id, addr := h.take(l, blk)
 		if id == 0 {
 			break
 		}
-		buf[n] = got{id, chunk, addr}
+		buf[n] = got{id, addr}
 		n++
 	}
 	l.Mu.Unlock()
 	k := 0
 	for _, b := range buf[:n] {
-		p, err := h.publishAt(b.id, b.addr, b.chunk, size)
+		p, err := h.publishAt(b.id, b.addr, blk, size)
 		if err != nil {
 			break // closed meanwhile: Close takes every chunk back
 		}
+		h.countRound(blk, size)
 		out[k] = p
 		k++
 	}
@@ -281,19 +305,26 @@ func (h *Heap) giveBack(l *freeList, id int32, seq uint64) {
 // handed out and took back already, is errs.InvalidPointer; a live block of
 // another size is errs.InvalidArgument.
 func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
+	if h.front != nil && size <= FrontMaxBlock && (s == cudart.DefaultStream || s == cudart.LegacyDefaultStream) {
+		return h.frontDeallocate(ptr, size)
+	}
 	sl, err := h.eng.Lookup(s)
 	if err != nil {
 		return err
 	}
-	id, r, c, err := h.claim(ptr, size)
+	blk := h.blockSize(size)
+	id, r, err := h.claim(ptr, size, blk)
 	if err != nil {
 		return err
+	}
+	if blk != size {
+		h.front.addRound(^(blk - size - 1))
 	}
 	if sl == h.eng.Default() {
 		// The fast path, as in Allocate.
 		if l := h.eng.DefaultShard(); l != nil {
 			l.Mu.Lock()
-			h.magPut(l, id, ptr, c.id, size, sl.St.Epoch.Load())
+			h.magPut(l, id, ptr, blk, sl.St.Epoch.Load())
 			l.Mu.Unlock()
 			return nil
 		}
@@ -302,8 +333,8 @@ func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
 		l := h.eng.List(sl, h.eng.Shard())
 		l.Mu.Lock()
 		if !l.Retired {
-			h.magPut(l, id, ptr, c.id, size, sl.St.Epoch.Load())
-			batch := l.NoteFreed(size, h.size.Load) && h.eng.Shared()
+			h.magPut(l, id, ptr, blk, sl.St.Epoch.Load())
+			batch := l.NoteFreed(blk, h.size.Load) && h.eng.Shared()
 			l.Mu.Unlock()
 			if batch {
 				h.eng.Want(sl.St)
@@ -316,6 +347,9 @@ func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
 		// The stream's lists were dropped meanwhile (they were empty):
 		// look it up again.
 		if sl, err = h.eng.Lookup(s); err != nil {
+			if blk != size {
+				h.front.addRound(blk - size)
+			}
 			r.restore()
 			return err
 		}

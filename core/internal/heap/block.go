@@ -3,10 +3,8 @@ package heap
 import (
 	"fmt"
 	"sort"
-	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core/internal/errs"
-	"github.com/rmmgo/rmmgo/core/internal/relaxed"
 )
 
 // Block operations: node ids, carving a block out of a free one, inserting
@@ -31,22 +29,32 @@ func (h *Heap) recycle(pg nodePages, l *freeList, id int32) {
 }
 
 // carve takes size bytes (a multiple of 256) from l (from its settled part
-// only when settledOnly is set), splitting the block it finds; the rest
-// stays in l. It returns the allocated node, or 0. l.Mu is held.
+// only when settledOnly is set), splitting the block it finds: the request
+// gets its head, the rest stays in l under a new node. When the rest stays
+// in the block's size class (a block much larger than the request: the end
+// of a chunk, typically), it takes the block's entry in the index in place,
+// so that no entry leaves or joins the class. It returns the allocated
+// node, or 0. l.Mu is held.
 func (h *Heap) carve(l *freeList, size uintptr, settledOnly bool) int32 {
 	h.spareNode(l)
 	pg := h.nodes.load()
+	var x *classIndex
+	var c, i int
 	var id int32
 	if l.set == nil && !settledOnly {
-		id = l.classIndex.take(pg, l.ID, size>>UnitShift) // the common case: never settled
+		x = &l.classIndex // the common case: never settled
+		c, i, id = x.find(pg, l.ID, size>>UnitShift)
 	} else {
-		id = l.take(pg, size>>UnitShift, settledOnly)
+		x, c, i, id = l.find(pg, size>>UnitShift, settledOnly)
 	}
 	if id == 0 {
 		return 0
 	}
 	n := pg.at(id)
-	if rest := n.size - size; rest != 0 {
+	rest := n.size - size
+	if rest == 0 {
+		l.popAt(pg, x, c, i, id)
+	} else {
 		rid := l.spare[len(l.spare)-1]
 		l.spare = l.spare[:len(l.spare)-1]
 		r := pg.at(rid)
@@ -57,7 +65,20 @@ func (h *Heap) carve(l *freeList, size uintptr, settledOnly bool) int32 {
 			pg.at(n.next).prev.Store(rid)
 		}
 		n.next, n.size = rid, size
-		l.insert(r, rid) // same seq: the part n came from
+		if classOf(rest>>UnitShift) == c {
+			// The rest takes the block's place: same class, same part.
+			x.stacks[c][i] = classEntry{rid, r.stamp}
+			n.stamp++
+			if x == l.set {
+				l.Settled.Add(^(size - 1))
+			}
+		} else {
+			x.popAt(pg, l.ID, c, i)
+			if x == l.set {
+				l.Settled.Add(^(rest + size - 1)) // the whole block left ...
+			}
+			l.insert(r, rid) // ... and its rest joins (same seq: the same part)
+		}
 	}
 	n.owner.Store(0)
 	l.Free.Add(^(size - 1))
@@ -66,6 +87,10 @@ func (h *Heap) carve(l *freeList, size uintptr, settledOnly bool) int32 {
 
 // insertFree puts the allocated node id into l as a free block with
 // sequence number seq, merging it with free neighbours of l. l.Mu is held.
+//
+// A free predecessor that stays in its size class and part once merged
+// (a large block taking in a small one) keeps its place in the index: only
+// the blocks that change class leave it or join it.
 func (h *Heap) insertFree(l *freeList, id int32, seq uint64) {
 	pg := h.nodes.load()
 	n := pg.at(id)
@@ -76,9 +101,12 @@ func (h *Heap) insertFree(l *freeList, id int32, seq uint64) {
 	l.Free.Add(n.size)
 	n.seq = seq
 	n.owner.Store(l.ID)
+	filed := false // n is the predecessor, filed with fsize and fseq
+	var fsize uintptr
+	var fseq uint64
 	if pid != 0 {
 		if p := pg.at(pid); p.owner.Load() == l.ID {
-			l.remove(pg, p)
+			filed, fsize, fseq = true, p.size, p.seq
 			p.size += n.size
 			p.next = n.next
 			if p.seq < n.seq {
@@ -105,51 +133,73 @@ func (h *Heap) insertFree(l *freeList, id int32, seq uint64) {
 			h.recycle(pg, l, nid)
 		}
 	}
+	if filed {
+		if classOf(n.size>>UnitShift) == classOf(fsize>>UnitShift) && (n.seq < l.Cut) == (fseq < l.Cut) {
+			if n.seq < l.Cut {
+				l.Settled.Add(n.size - fsize)
+			}
+			return
+		}
+		l.removeAs(pg, n, fsize, fseq)
+	}
 	l.insert(n, id) // a merged block takes the later seq: fresh if either part was
 }
 
-// publish records the allocated node id in its chunk's index and returns
-// its address.
-func (h *Heap) publish(id int32) (uintptr, error) {
+// publish records the allocated node id, handed out for a request of size
+// bytes, in the address index and returns its address.
+func (h *Heap) publish(id int32, size uintptr) (uintptr, error) {
 	n := h.nodes.load().at(id)
-	t := h.chunks.Load()
-	if int(n.chunk) >= len(t.byID) || t.byID[n.chunk] == nil {
+	if !h.chunks.Load().dir.record(id, n.addr, n.size, size) {
 		return 0, fmt.Errorf("%s: %w", h.kind, errs.Closed) // closed meanwhile
 	}
-	t.byID[n.chunk].record(id, n.addr, n.size)
+	h.countRound(n.size, size)
 	return n.addr, nil
+}
+
+// countRound counts the rounding of a block of blk bytes handed out for
+// a request of size bytes (see RoundingBytes).
+func (h *Heap) countRound(blk, size uintptr) {
+	if blk != size {
+		h.front.addRound(blk - size)
+	}
 }
 
 // take serves size bytes from l for l's own stream: from its magazine, else
 // from its index, else from its index after flushing the magazine into it.
-// It returns the node, its address and its chunk; id 0 when l cannot serve
-// the request. l.Mu is held.
-func (h *Heap) take(l *freeList, size uintptr) (id int32, addr uintptr, chunk int32) {
-	if l.mag != nil {
-		if id, addr, chunk = l.magTake(size); id != 0 {
-			return id, addr, chunk
-		}
+// It returns the node and its address; id 0 when l cannot serve the
+// request. l.Mu is held.
+func (h *Heap) take(l *freeList, size uintptr) (id int32, addr uintptr) {
+	if id, addr = h.takeCached(l, size); id != 0 || l.mag == nil || l.mag.count == 0 {
+		return id, addr
 	}
+	h.magFlushAll(l)
 	id = h.carve(l, size, false)
-	if id == 0 && l.mag != nil && l.mag.count != 0 {
-		h.magFlushAll(l)
-		id = h.carve(l, size, false)
-	}
 	if id == 0 {
-		return 0, 0, 0
+		return 0, 0
 	}
-	n := h.nodes.load().at(id)
-	return id, n.addr, n.chunk
+	return id, h.nodes.load().at(id).addr
 }
 
-// publishAt is publish for a block whose address and chunk the caller
-// knows (it need not read the node).
-func (h *Heap) publishAt(id int32, addr uintptr, chunk int32, size uintptr) (uintptr, error) {
-	t := h.chunks.Load()
-	if int(chunk) >= len(t.byID) || t.byID[chunk] == nil {
+// takeCached is take without the flush: from l's magazine or its index
+// as they are. l.Mu is held.
+func (h *Heap) takeCached(l *freeList, size uintptr) (id int32, addr uintptr) {
+	if l.mag != nil {
+		if id, addr = l.magTake(size); id != 0 {
+			return id, addr
+		}
+	}
+	if id = h.carve(l, size, false); id == 0 {
+		return 0, 0
+	}
+	return id, h.nodes.load().at(id).addr
+}
+
+// publishAt is publish for a block of blk bytes whose address the caller
+// knows (it need not read the node); the caller counted its rounding.
+func (h *Heap) publishAt(id int32, addr, blk, size uintptr) (uintptr, error) {
+	if !h.chunks.Load().dir.record(id, addr, blk, size) {
 		return 0, fmt.Errorf("%s: %w", h.kind, errs.Closed) // closed meanwhile
 	}
-	t.byID[chunk].record(id, addr, size)
 	return addr, nil
 }
 
@@ -161,12 +211,11 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 	h.chunkMu.Lock()
 	old := h.chunks.Load()
 	c := &chunk{base: base, size: size, id: h.nextChunk}
-	c.leaves = make([]atomic.Pointer[leaf], (size+(1<<(UnitShift+leafBits))-1)>>(UnitShift+leafBits))
-	c.big = make([]relaxed.Uint64, len(c.leaves))
 	h.nextChunk++
 	nt := &chunkTable{
 		sorted: append(append(make([]*chunk, 0, len(old.sorted)+1), old.sorted...), c),
 		byID:   append(append(make([]*chunk, 0, len(old.byID)+1), old.byID...), c),
+		dir:    old.dir.withChunk(base, size),
 	}
 	sort.Slice(nt.sorted, func(i, j int) bool { return nt.sorted[i].base < nt.sorted[j].base })
 	nt.index()
@@ -197,33 +246,35 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 }
 
 // claim checks that ptr is the start of a live allocation of size bytes
-// and takes it out of the index, returning its node, its slot (to put it
-// back if the free cannot go on) and its chunk. It reads the node only for
-// a block whose size its slot does not hold.
-func (h *Heap) claim(ptr, size uintptr) (int32, slotRef, *chunk, error) {
-	c := h.chunks.Load().find(ptr)
-	if c == nil || ptr&(Unit-1) != 0 {
-		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: %#x", h.kind, errs.InvalidPointer, ptr)
-	}
+// (a block of blk bytes, h.blockSize(size)) and takes it out of the index,
+// returning its node and its slot (to put it back if the free cannot go
+// on). It reads the node only for a block whose slot does not hold the
+// size it was allocated with; then the block's size must be blk.
+func (h *Heap) claim(ptr, size, blk uintptr) (int32, slotRef, error) {
+	d := h.chunks.Load().dir
 	// Where the size says the block is; the other table too for a size
 	// that does not match the block's (to report that, rather than an
 	// invalid pointer).
-	big := size >= bigBlock
-	r := c.lookup(ptr, big)
+	big := blk >= bigBlock
+	r := d.lookup(ptr, big)
 	if r.w == 0 {
-		r = c.lookup(ptr, !big)
+		if ptr&(Unit-1) != 0 || h.chunks.Load().find(ptr) == nil {
+			return 0, slotRef{}, fmt.Errorf("%s: %w: %#x", h.kind, errs.InvalidPointer, ptr)
+		}
+		r = d.lookup(ptr, !big)
 	}
 	if r.w == 0 || !r.clear() {
-		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, errs.InvalidPointer, ptr)
+		return 0, slotRef{}, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", h.kind, errs.InvalidPointer, ptr)
 	}
 	id, got := r.decode()
+	want := size
 	if got == 0 {
-		got = h.nodes.load().at(id).size
+		got, want = h.nodes.load().at(id).size, blk
 	}
-	if got != size {
+	if got != want {
 		r.restore()
-		return 0, slotRef{}, nil, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+		return 0, slotRef{}, fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
 			h.kind, errs.InvalidArgument, ptr, size, got)
 	}
-	return id, r, c, nil
+	return id, r, nil
 }

@@ -91,85 +91,222 @@ type chunk struct {
 	base, size uintptr
 	id         int32
 	first      int32 // the node at base; it stays the first for the chunk's life
-	leaves     []atomic.Pointer[leaf]
-	big        []relaxed.Uint64 // per 64 KiB region: the block of at least bigBlock bytes starting there
 }
 
-// record fills the slot of the allocated block id of size bytes at addr.
-func (c *chunk) record(id int32, addr, size uintptr) {
-	if size >= bigBlock {
-		c.big[(addr-c.base)>>(UnitShift+leafBits)].Store(bigWord(id, size, addr))
+// The address index: the slots of every allocated block, by address. The
+// address space is cut into 64 KiB regions (a leaf's span); a region that a
+// chunk touches has an entry with its leaf (made when a block under
+// bigBlock first starts in it) and its big slot. Entries sit in pages of
+// regionPageSize (1 GiB of address space), made as chunks arrive, found
+// through a directory indexed by address: finding a block's slot is a few
+// dependent loads of which only the last (the slot) is likely to miss,
+// whatever the number of chunks.
+const (
+	regionShift     = UnitShift + leafBits // 64 KiB
+	regionPageShift = 14                   // 16384 regions: 1 GiB
+	regionPageSize  = 1 << regionPageShift
+	pageSpan        = regionShift + regionPageShift
+	// dirFlatMax bounds the directory's flat table (pointers to pages by
+	// address): 1 TiB of address space, 8 KiB of table. Pages outside it
+	// are found by binary search.
+	dirFlatMax = 1 << 10
+)
+
+// region is the index of one 64 KiB region.
+type region struct {
+	leaf atomic.Pointer[leaf]
+	big  relaxed.Uint64 // the block of at least bigBlock bytes starting in the region
+}
+
+type regionPage [regionPageSize]region
+
+// regionDir finds the page of an address. Never modified once published
+// (pages are shared and their entries change in place).
+type regionDir struct {
+	flat  []*regionPage // by (addr >> pageSpan) - first; nil where none
+	first uintptr
+	keys  []uintptr // addr >> pageSpan of every page, sorted
+	pages []*regionPage
+}
+
+// region returns the entry of the region holding ptr, or nil.
+func (d *regionDir) region(ptr uintptr) *region {
+	if r := d.flatRegion(ptr); r != nil {
+		return r
+	}
+	return d.search(ptr)
+}
+
+// flatRegion is region through the flat table only (nil for an address
+// outside it): the common case, small enough to inline.
+func (d *regionDir) flatRegion(ptr uintptr) *region {
+	if i := ptr>>pageSpan - d.first; i < uintptr(len(d.flat)) {
+		if pg := d.flat[i]; pg != nil {
+			return &pg[(ptr>>regionShift)&(regionPageSize-1)]
+		}
+	}
+	return nil
+}
+
+// search is region for an address outside the flat table, or with no
+// page.
+func (d *regionDir) search(ptr uintptr) *region {
+	k := ptr >> pageSpan
+	if i := addr.Search(d.keys, k); i >= 0 && d.keys[i] == k {
+		return &d.pages[i][(ptr>>regionShift)&(regionPageSize-1)]
+	}
+	return nil
+}
+
+// withChunk returns a directory that also has pages for [base, base+size).
+func (d *regionDir) withChunk(base, size uintptr) *regionDir {
+	nd := &regionDir{keys: append([]uintptr(nil), d.keys...), pages: append([]*regionPage(nil), d.pages...)}
+	for k := base >> pageSpan; k <= (base+size-1)>>pageSpan; k++ {
+		i := sort.Search(len(nd.keys), func(i int) bool { return nd.keys[i] >= k })
+		if i < len(nd.keys) && nd.keys[i] == k {
+			continue
+		}
+		nd.keys = append(nd.keys[:i], append([]uintptr{k}, nd.keys[i:]...)...)
+		nd.pages = append(nd.pages[:i], append([]*regionPage{new(regionPage)}, nd.pages[i:]...)...)
+	}
+	nd.index()
+	return nd
+}
+
+// without returns a directory without the pages whose keys drop says.
+func (d *regionDir) without(drop map[uintptr]bool) *regionDir {
+	nd := &regionDir{}
+	for i, k := range d.keys {
+		if !drop[k] {
+			nd.keys = append(nd.keys, k)
+			nd.pages = append(nd.pages, d.pages[i])
+		}
+	}
+	nd.index()
+	return nd
+}
+
+// release returns the directory without what only the chunks out covered
+// (kept: the chunks that stay, by address): the entries of regions no kept
+// chunk touches are emptied (no slot of a wholly free chunk is set; with
+// the whole heap going, none is looked at again), and pages no kept chunk
+// touches dropped. The caller holds chunkMu.
+func (d *regionDir) release(out, kept []*chunk) *regionDir {
+	touched := func(lo, hi uintptr) bool { // a kept chunk touches [lo, hi)
+		i := sort.Search(len(kept), func(i int) bool { return kept[i].base+kept[i].size > lo })
+		return i < len(kept) && kept[i].base < hi
+	}
+	drop := map[uintptr]bool{}
+	for _, c := range out {
+		for r := c.base >> regionShift; r <= (c.base+c.size-1)>>regionShift; r++ {
+			if lo := r << regionShift; !touched(lo, lo+1<<regionShift) {
+				if e := d.region(lo); e != nil {
+					e.leaf.Store(nil)
+					e.big.Store(0)
+				}
+			}
+		}
+		for k := c.base >> pageSpan; k <= (c.base+c.size-1)>>pageSpan; k++ {
+			if !touched(k<<pageSpan, (k+1)<<pageSpan) {
+				drop[k] = true
+			}
+		}
+	}
+	return d.without(drop)
+}
+
+// index makes the flat table when the pages span at most dirFlatMax keys
+// (those nearest the first page otherwise).
+func (d *regionDir) index() {
+	if len(d.keys) == 0 {
 		return
 	}
-	c.slot(addr, true).Store(leafWord(id, size))
+	d.first = d.keys[0]
+	span := min(d.keys[len(d.keys)-1]-d.first+1, dirFlatMax)
+	d.flat = make([]*regionPage, span)
+	for i, k := range d.keys {
+		if k-d.first < span {
+			d.flat[k-d.first] = d.pages[i]
+		}
+	}
+}
+
+// record fills the slot of the allocated block id of blk bytes at addr,
+// handed out for a request of size bytes (size <= blk; the slot records
+// size, which a free must give). false when the region has no entry (the
+// heap was closed meanwhile).
+func (d *regionDir) record(id int32, addr, blk, size uintptr) bool {
+	r := d.flatRegion(addr)
+	if r == nil {
+		if r = d.search(addr); r == nil {
+			return false
+		}
+	}
+	if blk >= bigBlock {
+		r.big.Store(bigWord(id, size, addr))
+		return true
+	}
+	lf := r.leaf.Load()
+	if lf == nil {
+		lf = r.newLeaf()
+	}
+	lf[(addr>>UnitShift)&(leafSlots-1)].Store(leafWord(id, size))
+	return true
+}
+
+// newLeaf returns r's leaf, making it if there is none.
+func (r *region) newLeaf() *leaf {
+	lf := new(leaf)
+	if !r.leaf.CompareAndSwap(nil, lf) {
+		lf = r.leaf.Load()
+	}
+	return lf
 }
 
 // lookup returns the slot of the block starting at ptr, in the big slots
 // (big set) or the leaves; its word is 0 when there is none.
-func (c *chunk) lookup(ptr uintptr, big bool) slotRef {
+func (d *regionDir) lookup(ptr uintptr, big bool) slotRef {
+	r := d.flatRegion(ptr)
+	if r == nil {
+		if r = d.search(ptr); r == nil {
+			return slotRef{}
+		}
+	}
 	if big {
-		sp := &c.big[(ptr-c.base)>>(UnitShift+leafBits)]
-		w := sp.Load()
+		w := r.big.Load()
 		if w>>56 != uint64(ptr>>UnitShift&(leafSlots-1)) {
 			w = 0 // another block's, or none
 		}
-		return slotRef{big: sp, w: w}
+		return slotRef{big: &r.big, w: w}
 	}
-	sp := c.slot(ptr, false)
-	if sp == nil {
+	lf := r.leaf.Load()
+	if lf == nil {
 		return slotRef{}
 	}
+	sp := &lf[(ptr>>UnitShift)&(leafSlots-1)]
 	return slotRef{leaf: sp, w: uint64(sp.Load())}
 }
 
-// slot returns the leaf slot of the block starting at ptr, making its leaf
-// when create is set; nil when there is none.
-func (c *chunk) slot(ptr uintptr, create bool) *relaxed.Uint32 {
-	off := ptr - c.base
-	lp := &c.leaves[off>>(UnitShift+leafBits)]
-	lf := lp.Load()
-	if lf == nil {
-		if !create {
-			return nil
-		}
-		lf = new(leaf)
-		if !lp.CompareAndSwap(nil, lf) {
-			lf = lp.Load()
-		}
-	}
-	return &lf[(off>>UnitShift)&(leafSlots-1)]
-}
-
-// chunkTable is the heap's chunks; never modified once published.
+// chunkTable is the heap's chunks and their address index; never modified
+// once published.
 type chunkTable struct {
-	bySize []*chunk  // the largest chunks, largest first: looked at first
 	sorted []*chunk  // by base address
 	bases  []uintptr // sorted[i].base, searched without touching the chunks
 	byID   []*chunk  // by id; nil for released chunks
+	dir    *regionDir
 }
 
+// find returns the chunk holding ptr, or nil.
 func (t *chunkTable) find(ptr uintptr) *chunk {
-	// A pool grows by doubling, so the largest chunks hold most of its
-	// memory: looking at them first finds most pointers in a step or two.
-	for _, c := range t.bySize {
-		if ptr-c.base < c.size {
-			return c
-		}
-	}
 	if i := addr.Search(t.bases, ptr); i >= 0 && ptr-t.sorted[i].base < t.sorted[i].size {
 		return t.sorted[i]
 	}
 	return nil
 }
 
-// index fills in bases and bySize from sorted.
+// index fills in bases from sorted.
 func (t *chunkTable) index() {
 	t.bases = basesOf(t.sorted, func(c *chunk) uintptr { return c.base })
-	t.bySize = append([]*chunk(nil), t.sorted...)
-	sort.SliceStable(t.bySize, func(i, j int) bool { return t.bySize[i].size > t.bySize[j].size })
-	if len(t.bySize) > 4 {
-		t.bySize = t.bySize[:4]
-	}
 }
 
 func basesOf[C any](cs []C, base func(C) uintptr) []uintptr {

@@ -112,6 +112,17 @@ func (x *classIndex) fit(u uintptr) int {
 // whose blocks fit (the best of the first few in the request's own class
 // first). It returns 0 when the index has none.
 func (x *classIndex) take(pg nodePages, owner int32, u uintptr) int32 {
+	c, i, id := x.find(pg, owner, u)
+	if id != 0 {
+		x.popAt(pg, owner, c, i)
+	}
+	return id
+}
+
+// find returns the block take would take, without taking it: its class,
+// its position in the class's stack and its node; id 0 when the index has
+// none. It may drop stale entries from the top of the stacks it looks at.
+func (x *classIndex) find(pg nodePages, owner int32, u uintptr) (int, int, int32) {
 	c := classOf(u)
 	if c >= exactClasses && classLow(c) != u {
 		if x.live[c] > 0 {
@@ -135,16 +146,11 @@ func (x *classIndex) take(pg nodePages, owner int32, u uintptr) int32 {
 				}
 			}
 			if best >= 0 {
-				id := s[best].id
-				s[best] = s[len(s)-1]
-				x.stacks[c] = s[:len(s)-1]
-				pg.at(id).stamp++
-				x.dropLive(pg, owner, c)
-				return id
+				return c, best, s[best].id
 			}
 		}
 		if c++; c >= numClasses {
-			return 0
+			return 0, 0, 0
 		}
 	}
 	w := c >> 6
@@ -152,7 +158,7 @@ func (x *classIndex) take(pg nodePages, owner int32, u uintptr) int32 {
 	if m == 0 {
 		t := x.top & (^uint32(0) << (w + 1))
 		if t == 0 {
-			return 0
+			return 0, 0, 0
 		}
 		w = bits.TrailingZeros32(t)
 		m = x.words[w]
@@ -160,18 +166,25 @@ func (x *classIndex) take(pg nodePages, owner int32, u uintptr) int32 {
 	c = w<<6 + bits.TrailingZeros64(m)
 	s := x.stacks[c]
 	for i := len(s) - 1; i >= 0; i-- {
-		e := s[i]
-		n := pg.at(e.id)
-		if !entryValid(owner, n, e) {
-			continue
+		if e := s[i]; entryValid(owner, pg.at(e.id), e) {
+			clear(s[i+1:])
+			x.stacks[c] = s[:i+1]
+			return c, i, e.id
 		}
-		s[i] = classEntry{}
-		x.stacks[c] = s[:i]
-		n.stamp++
-		x.dropLive(pg, owner, c)
-		return e.id
 	}
-	return 0 // not reached: live[c] > 0 means a valid entry
+	return 0, 0, 0 // not reached: live[c] > 0 means a valid entry
+}
+
+// popAt takes entry i of class c's stack (a valid one, from find) out of
+// the index.
+func (x *classIndex) popAt(pg nodePages, owner int32, c, i int) {
+	s := x.stacks[c]
+	id := s[i].id
+	s[i] = s[len(s)-1]
+	s[len(s)-1] = classEntry{}
+	x.stacks[c] = s[:len(s)-1]
+	pg.at(id).stamp++
+	x.dropLive(pg, owner, c)
 }
 
 // each calls fn for every free block of the index.

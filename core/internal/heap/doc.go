@@ -13,10 +13,13 @@
 // classes per power of two, with a bitmap of the non-empty classes, so
 // finding the smallest class that holds a fitting block is a few bit
 // operations whatever the number of blocks. Allocated blocks are found from
-// their address through per-chunk tables: one slot per 256-byte unit for
-// blocks under 64 KiB, one per 64 KiB region for larger ones. Frees of
-// blocks up to 1 MiB are coalesced late, through the lists' magazines,
-// where the pool enables them.
+// their address through one directory of 64 KiB regions: one slot per
+// 256-byte unit for blocks under 64 KiB, one per region for larger ones.
+// Frees of blocks up to 1 MiB are coalesced late, through the lists'
+// magazines, where the pool enables them; with the front on (the pool's
+// heap, front.go), requests up to 1 MiB are rounded to size classes and
+// blocks freed on the legacy default stream wait in per-P stacks of their
+// class, taken by the next request of the class without a list lock.
 //
 // Nodes live in pages of a node store and are named by int32 ids, so the
 // heap holds no Go pointers per block and costs the garbage collector
@@ -32,10 +35,11 @@
 //
 // Files: heap.go (the Heap and its API), alloc.go (allocation and free in
 // stream order), block.go (carving, merging, publishing and claiming
-// blocks; adding chunks), defrag.go (merging other lists' memory before
+// blocks; adding chunks), front.go (size classes and the per-P front;
+// spin*.go its lock), defrag.go (merging other lists' memory before
 // growing), release.go (taking chunks out; statistics), list.go (one
-// stream's free list in one shard), class.go (the size classes and their
-// index), chunk.go (chunks and the address index), node.go (the node
-// store), magazine.go (deferred coalescing) and expand.go (holes: address
-// space with no memory behind it, for the expandable resource).
+// stream's free list in one shard), class.go (the free index's classes),
+// chunk.go (chunks and the address index), node.go (the node store),
+// magazine.go (deferred coalescing) and expand.go (holes: address space
+// with no memory behind it, for the expandable resource).
 package heap

@@ -196,7 +196,7 @@ func (h *Heap) Fill(s cudart.Stream, addr, size, want uintptr) (uintptr, error) 
 	if got == 0 {
 		return 0, nil
 	}
-	return h.publish(got)
+	return h.publish(got, want)
 }
 
 // Dig turns every range of whole granules (multiples of gran, at multiples

@@ -29,6 +29,7 @@ type Heap struct {
 	nodes nodeStore
 	grow  GrowFunc // nil: the heap never grows
 	mags  bool     // frees go through the lists' magazines (magazine.go)
+	front *front   // size classes and per-P caches (front.go); nil when off
 	// reclaim asks the caches in front of the heap's owner to give their
 	// blocks back; called before the heap grows (see SetReclaim).
 	reclaim func(need uintptr) bool
@@ -68,7 +69,7 @@ func (h *Heap) Init(kind string, r cudart.Runtime, grow GrowFunc, magazines bool
 			l.settle(h.nodes.load(), cut)
 		},
 	})
-	h.chunks.Store(&chunkTable{byID: []*chunk{nil}})
+	h.chunks.Store(&chunkTable{byID: []*chunk{nil}, dir: &regionDir{}})
 	h.nextChunk = 1
 	h.chunkMu.Lock()
 	h.setMagBudget(0)
@@ -94,9 +95,9 @@ func (h *Heap) AddChunk(base, size uintptr) { h.addChunk(nil, base, size) }
 func (h *Heap) Size() uintptr { return h.size.Load() }
 
 // FreeBytes sums the free bytes of every list, blocks waiting in magazines
-// included (a hint while others work).
+// and in the front included (a hint while others work).
 func (h *Heap) FreeBytes() uintptr {
-	var n uintptr
+	_, n := h.frontHeld()
 	for _, l := range h.eng.AllLists() {
 		n += l.Free.Load()
 	}

@@ -56,8 +56,7 @@ func TestSlotWords(t *testing.T) {
 		x, err := h.Allocate(cudart.DefaultStream, n)
 		require.NoError(t, err)
 		// Put the word back without its size, as for a large id or block.
-		c := h.chunks.Load().find(x)
-		r := c.lookup(x, n >= bigBlock)
+		r := h.chunks.Load().dir.lookup(x, n >= bigBlock)
 		id, _ := r.decode()
 		if r.big != nil {
 			r.big.Store(uint64(uint32(id)) | uint64(x>>UnitShift&(leafSlots-1))<<56)

@@ -18,6 +18,7 @@ type freeList struct {
 	set        *classIndex // settled blocks; nil until the stream first settles
 	spare      []int32     // unused node ids
 	mag        *magazine   // blocks freed and not coalesced yet (magazine.go); nil until used
+	sink       int32       // keeps insertBatch's cache warm-up loads alive
 }
 
 // insert files the free node id (owned by l) in its part of l.
@@ -34,41 +35,65 @@ func (l *freeList) insert(n *node, id int32) {
 
 // remove takes the free node n out of its size class (its entry goes
 // stale). n.size and n.seq must be those it was filed with.
-func (l *freeList) remove(pg nodePages, n *node) {
-	c := classOf(n.size >> UnitShift)
+func (l *freeList) remove(pg nodePages, n *node) { l.removeAs(pg, n, n.size, n.seq) }
+
+// removeAs is remove for a node filed with size and seq (it may have
+// changed since).
+func (l *freeList) removeAs(pg nodePages, n *node, size uintptr, seq uint64) {
+	c := classOf(size >> UnitShift)
 	n.stamp++
-	if n.seq >= l.Cut {
+	if seq >= l.Cut {
 		l.classIndex.dropLive(pg, l.ID, c)
 		return
 	}
 	l.set.dropLive(pg, l.ID, c)
-	l.Settled.Add(^(n.size - 1))
+	l.Settled.Add(^(size - 1))
 }
 
-// take removes and returns a free block of at least u units from either
+// find picks the block take would take, without taking it, from either
 // part (the part whose smallest fitting class is smaller first), or from
-// the settled part only; 0 when there is none.
-func (l *freeList) take(pg nodePages, u uintptr, settledOnly bool) int32 {
+// the settled part only: the part, the block's class, its position there
+// and its node; id 0 when there is none.
+func (l *freeList) find(pg nodePages, u uintptr, settledOnly bool) (*classIndex, int, int, int32) {
 	s := l.set
 	if s == nil || s.top == 0 {
 		if settledOnly {
-			return 0
+			return nil, 0, 0, 0
 		}
-		return l.classIndex.take(pg, l.ID, u)
+		c, i, id := l.classIndex.find(pg, l.ID, u)
+		return &l.classIndex, c, i, id
 	}
 	if !settledOnly && l.classIndex.top != 0 && l.classIndex.fit(u) <= s.fit(u) {
-		if id := l.classIndex.take(pg, l.ID, u); id != 0 {
-			return id
+		if c, i, id := l.classIndex.find(pg, l.ID, u); id != 0 {
+			return &l.classIndex, c, i, id
 		}
 	}
-	if id := s.take(pg, l.ID, u); id != 0 {
-		l.Settled.Add(^(pg.at(id).size - 1))
-		return id
+	if c, i, id := s.find(pg, l.ID, u); id != 0 {
+		return s, c, i, id
 	}
 	if settledOnly {
-		return 0
+		return nil, 0, 0, 0
 	}
-	return l.classIndex.take(pg, l.ID, u)
+	c, i, id := l.classIndex.find(pg, l.ID, u)
+	return &l.classIndex, c, i, id
+}
+
+// popAt takes the block find returned out of part x.
+func (l *freeList) popAt(pg nodePages, x *classIndex, c, i int, id int32) {
+	x.popAt(pg, l.ID, c, i)
+	if x == l.set {
+		l.Settled.Add(^(pg.at(id).size - 1))
+	}
+}
+
+// take removes and returns a free block of at least u units from either
+// part, or from the settled part only; 0 when there is none.
+func (l *freeList) take(pg nodePages, u uintptr, settledOnly bool) int32 {
+	x, c, i, id := l.find(pg, u, settledOnly)
+	if id != 0 {
+		l.popAt(pg, x, c, i, id)
+	}
+	return id
 }
 
 // each calls fn for every free block of the list.

@@ -89,14 +89,13 @@ type magazine struct {
 	bytes      uintptr // bytes of the live entries
 	quota      uintptr // bytes of the heap's magazine budget this magazine holds (>= bytes)
 	count      int     // live entries
-	sink       int32   // keeps the flush's cache warm-up loads alive
 	top        [magMaxUnits + 1]uint64
 }
 
-// magPut puts the block id (size bytes at addr in chunk), freed on l's
-// stream with sequence number seq, into l's magazine; or into l's index
-// when the heap has no magazines or the block is too large. l.Mu is held.
-func (h *Heap) magPut(l *freeList, id int32, addr uintptr, chunk int32, size uintptr, seq uint64) {
+// magPut puts the block id (size bytes at addr), freed on l's stream with
+// sequence number seq, into l's magazine; or into l's index when the heap
+// has no magazines or the block is too large. l.Mu is held.
+func (h *Heap) magPut(l *freeList, id int32, addr uintptr, size uintptr, seq uint64) {
 	u := size >> UnitShift
 	if !h.mags || u > magMaxUnits {
 		h.insertFree(l, id, seq)
@@ -129,7 +128,7 @@ func (h *Heap) magPut(l *freeList, id int32, addr uintptr, chunk int32, size uin
 	}
 	pos := m.tail
 	m.tail++
-	m.ring[pos&uint64(len(m.ring)-1)] = magEntry{addr: addr, seq: seq, older: m.top[u], id: id, chunk: chunk, units: uint32(u)}
+	m.ring[pos&uint64(len(m.ring)-1)] = magEntry{addr: addr, seq: seq, older: m.top[u], id: id, units: uint32(u)}
 	m.top[u] = pos + 1
 	m.bytes += size
 	m.count++
@@ -184,23 +183,22 @@ func (m *magazine) grow() {
 }
 
 // magTake takes a block of exactly size bytes from l's magazine and
-// returns its node, address and chunk; id 0 when there is none. l.Mu is
-// held.
-func (l *freeList) magTake(size uintptr) (id int32, addr uintptr, chunk int32) {
+// returns its node and address; id 0 when there is none. l.Mu is held.
+func (l *freeList) magTake(size uintptr) (id int32, addr uintptr) {
 	m, u := l.mag, size>>UnitShift
 	if m == nil || u > magMaxUnits {
-		return 0, 0, 0
+		return 0, 0
 	}
 	t := m.top[u]
 	if t == 0 {
-		return 0, 0, 0
+		return 0, 0
 	}
 	if t-1 < m.head {
 		m.top[u] = 0 // flushed
-		return 0, 0, 0
+		return 0, 0
 	}
 	e := &m.ring[(t-1)&uint64(len(m.ring)-1)]
-	id, addr, chunk = e.id, e.addr, e.chunk
+	id, addr = e.id, e.addr
 	m.top[u] = e.older
 	e.id = 0
 	// The newest entries taken leave the ring at once, so that a free and
@@ -211,7 +209,7 @@ func (l *freeList) magTake(size uintptr) (id int32, addr uintptr, chunk int32) {
 	m.bytes -= size
 	m.count--
 	l.Free.Add(^(size - 1))
-	return id, addr, chunk
+	return id, addr
 }
 
 // magFlush inserts the oldest blocks of l's magazine into l's index until
@@ -236,7 +234,7 @@ func (h *Heap) magFlush(l *freeList, keepBytes uintptr, keepSlots int) {
 			m.bytes -= uintptr(e.units) << UnitShift
 			m.count--
 		}
-		h.magInsert(l, m, batch[:n])
+		h.insertBatch(l, batch[:n], true)
 	}
 	if m.head == m.tail {
 		// Empty: start over at the ring's beginning (positions only grow,
@@ -245,12 +243,14 @@ func (h *Heap) magFlush(l *freeList, keepBytes uintptr, keepSlots int) {
 	}
 }
 
-// magInsert inserts the magazine blocks of batch into l's index. The
-// blocks' nodes and their neighbours' are read first, all of them, before
-// any is used: the loads do not depend on one another, so the processor
-// overlaps their cache misses, where inserting the blocks one after the
-// other would wait for each miss in turn.
-func (h *Heap) magInsert(l *freeList, m *magazine, batch []magEntry) {
+// insertBatch inserts the allocated blocks of batch (from l's magazine,
+// whose bytes l.Free counts already, when counted is set; else from a
+// front) into l's index. The blocks' nodes and their neighbours' are read
+// first, all of them, before any is used: the loads do not depend on one
+// another, so the processor overlaps their cache misses, where inserting
+// the blocks one after the other would wait for each miss in turn. l.Mu
+// is held.
+func (h *Heap) insertBatch(l *freeList, batch []magEntry, counted bool) {
 	pg := h.nodes.load()
 	var nb [2 * magBatch]int32
 	for i, e := range batch {
@@ -265,9 +265,11 @@ func (h *Heap) magInsert(l *freeList, m *magazine, batch []magEntry) {
 			sink += pg.at(id).owner.Load()
 		}
 	}
-	m.sink += sink
+	l.sink += sink
 	for _, e := range batch {
-		l.Free.Add(^(uintptr(e.units)<<UnitShift - 1)) // insertFree counts it again
+		if counted {
+			l.Free.Add(^(uintptr(e.units)<<UnitShift - 1)) // insertFree counts it again
+		}
 		h.insertFree(l, e.id, e.seq)
 	}
 }

@@ -16,6 +16,11 @@ type Span struct{ Base, Size uintptr }
 // later, fail with errs.Closed where they would need memory, and it never
 // grows again.
 func (h *Heap) ReleaseChunks(all bool) []Span {
+	if all {
+		h.clearFront()
+	} else {
+		h.DrainFront() // a chunk is wholly free only once the front's blocks merged
+	}
 	h.growMu.Lock()
 	defer h.growMu.Unlock()
 	if all {
@@ -86,6 +91,7 @@ func (h *Heap) ReleaseChunks(all bool) []Span {
 	}
 	h.setMagBudget(h.size.Load())
 	nt.index()
+	nt.dir = t.dir.release(out, nt.sorted)
 	h.chunks.Store(nt)
 	h.chunkMu.Unlock()
 	spans := make([]Span, len(out))
@@ -101,9 +107,10 @@ type Stats struct {
 	FreeBytes, Largest uintptr // free bytes, and the largest free block
 }
 
-// Stats describes the heap's free memory. It flushes every magazine first,
-// so that the free blocks it counts are coalesced.
+// Stats describes the heap's free memory. It drains the front and flushes
+// every magazine first, so that the free blocks it counts are coalesced.
 func (h *Heap) Stats() Stats {
+	h.DrainFront()
 	var s Stats
 	ls := h.eng.LockAll()
 	defer streamorder.UnlockAll(ls)
@@ -132,8 +139,9 @@ func (h *Heap) MagazineBudget() (budget uintptr, unreserved int64) {
 }
 
 // MagazineHeld returns the blocks and bytes waiting in the lists'
-// magazines.
+// magazines and in the front.
 func (h *Heap) MagazineHeld() (blocks int, bytes uintptr) {
+	blocks, bytes = h.frontHeld()
 	for _, l := range h.eng.AllLists() {
 		l.Mu.Lock()
 		if l.mag != nil {

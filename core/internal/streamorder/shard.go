@@ -20,6 +20,14 @@ func CurrentP() uint32 {
 	return uint32(p)
 }
 
+// Pin pins the calling goroutine to its P (it is not preempted until
+// Unpin) and returns the P's id. Keep the pinned section short: no
+// blocking, no waiting for another goroutine.
+func Pin() uint32 { return uint32(runtime_procPin()) }
+
+// Unpin undoes Pin.
+func Unpin() { runtime_procUnpin() }
+
 // shardCount is the number of shards for a new resource: GOMAXPROCS
 // rounded up to a power of two, at most maxShards.
 func shardCount() int {
