@@ -56,8 +56,8 @@ type PoolOptions struct {
 // magazine of their list, for allocations of exactly their size, and merge
 // when anything else needs them (before the pool grows, in particular).
 // Nothing returns to the upstream before Release or Close. The magazines
-// together hold at most a sixteenth of the pool (at least 512 KiB; see
-// package cachepolicy).
+// together hold at most a thirty-second of the pool (at least 512 KiB;
+// see package cachepolicy).
 //
 // Memory freed on a stream is reused at once by that stream, and by other
 // streams once they can wait for it without touching the freeing stream's

@@ -28,8 +28,10 @@ const (
 
 	// Fraction: thread caches and magazines may each hold 1/Fraction of
 	// what their resource holds from its upstream, whatever the number of
-	// threads ...
-	Fraction = 16
+	// threads ... (A sixteenth each let the churn workload's pool reach
+	// 1.53x its peak live bytes with 16 threads a round and 1.76x with 64
+	// on an H100; a thirty-second, 1.44x and 1.38x: docs/benchmarks.md.)
+	Fraction = 32
 	// ... and one thread's cache, alone on the resource when no other
 	// cache has held part of its budget for LoneAfter (or ever),
 	// 1/LoneFraction (ThreadCachesLone). An eighth for every thread,

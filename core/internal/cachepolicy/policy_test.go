@@ -6,7 +6,7 @@ func TestBudgets(t *testing.T) {
 	for _, c := range []struct{ held, caches, mags uintptr }{
 		{0, ThreadCachesFloor, MagazinesFloor},
 		{8 << 20, ThreadCachesFloor, MagazinesFloor},
-		{1 << 30, 64 << 20, 64 << 20},
+		{1 << 30, 32 << 20, 32 << 20},
 	} {
 		if got := ThreadCaches(c.held); got != c.caches {
 			t.Errorf("ThreadCaches(%d) = %d, want %d", c.held, got, c.caches)
