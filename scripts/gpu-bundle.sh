@@ -88,6 +88,10 @@ if [ -f bench/random_allocations.c ]; then
      -L"$B/lib" -lrmmgo -lpthread -ldl -lm -Wl,-rpath,'$ORIGIN/../lib'
 fi
 cp -r testdata/. "$B/testdata/" 2>/dev/null || true
+# The Go tests run from testdata/ and build cudart's fake runtime from
+# ../cudart/testdata/fake_cudart.c (capi and core's tests of the C paths).
+mkdir -p "$B/cudart/testdata"
+cp cudart/testdata/fake_cudart.c "$B/cudart/testdata/"
 
 cp scripts/gpu-run.sh "$B/run.sh"
 cp scripts/gpu-bench.sh "$B/bench.sh"

@@ -487,14 +487,14 @@ static size_t device_free(void) {
 /* Checks that the device's free memory is back to start (within
  * --tolerance). A GPU may take a moment to show memory a child process or a
  * destroyed pool gave back, so a shortfall is looked at again for up to 2 s. */
-static void check_memory(const char* scenario, const char* bug, size_t start) {
+static void check_memory_within(const char* scenario, const char* bug, size_t start, size_t tolerance) {
   size_t end = device_free();
-  for (int i = 0; i < 20 && end + opt.tolerance < start; i++) {
+  for (int i = 0; i < 20 && end + tolerance < start; i++) {
     sleep_us(100000);
     end = device_free();
   }
   char a[32], b[32], c[32];
-  if (end + opt.tolerance >= start) {
+  if (end + tolerance >= start) {
     report(true, bug, scenario, "device memory back: %s free at the start, %s at the end", mib(start, a, sizeof a),
            mib(end, b, sizeof b));
   } else {
@@ -502,6 +502,16 @@ static void check_memory(const char* scenario, const char* bug, size_t start) {
            mib(start - end, c, sizeof c), mib(start, a, sizeof a), mib(end, b, sizeof b));
   }
 }
+
+static void check_memory(const char* scenario, const char* bug, size_t start) {
+  check_memory_within(scenario, bug, start, opt.tolerance);
+}
+
+/* What the driver may keep of a child process that exited: on an H100
+ * (driver 580) free memory read 0.1 MiB lower after three children had
+ * come and gone, and still after check_memory's 2 s of looking again. Whatever a child's pool
+ * held is at least one 2 MiB chunk, so a lost chunk still fails. */
+#define CHILD_EXIT_SLACK (1024 * KiB)
 
 /* ------------------------------------------------------ tagged blocks */
 
@@ -1380,7 +1390,7 @@ static void scenario_exits(void) {
     report(rc == 0, NULL, "exits[process]", "a process exits while %d threads allocate (%s): %s", opt.threads,
            modes[i], desc);
   }
-  check_memory("exits[process]", NULL, start);
+  check_memory_within("exits[process]", NULL, start, opt.tolerance > CHILD_EXIT_SLACK ? opt.tolerance : CHILD_EXIT_SLACK);
 }
 
 /* ================================================================== main */
