@@ -198,8 +198,10 @@ static void usage(FILE* f) {
           "  --churn-steps N        allocation steps per churn thread (default 2000)\n"
           "  --churn-pool-max BYTES the churn pool's maximum size (default 1GiB)\n"
           "  --churn-max-ratio X    pool peak size over peak live bytes allowed (default 1.5)\n"
-          "  --kinds LIST           resource kinds of the release scenario, and those of pool,\n"
-          "                         arena, binning, cuda_async, cuda the current scenario sets\n"
+          "  --kinds LIST           resource kinds of the release scenario, those of pool,\n"
+          "                         arena, binning, cuda_async, cuda the current scenario sets,\n"
+          "                         and those of pool, arena, binning, fixed_size, cuda_async\n"
+          "                         the streams scenario uses\n"
           "                         (default: all; as --scenarios, \"all,-pool\" leaves one out)\n"
           "  --release-block BYTES  block size of the release scenario (default 5MiB)\n"
           "  --tolerance BYTES      device memory a scenario may lose (default 0)\n"
@@ -1117,6 +1119,14 @@ static void* streams_thread(void* argp) {
   return NULL;
 }
 
+/* Whether --kinds names kind. */
+static bool kind_selected(rmm_resource_kind kind) {
+  for (int k = 0; k < NKINDS; k++) {
+    if (kinds[k].kind == kind && opt.kinds[k]) return true;
+  }
+  return false;
+}
+
 static void scenario_streams(void) {
   static const rmm_resource_kind cycle[] = {RMM_RESOURCE_POOL, RMM_RESOURCE_ARENA, RMM_RESOURCE_BINNING,
                                             RMM_RESOURCE_FIXED_SIZE, RMM_RESOURCE_CUDA_ASYNC};
@@ -1124,6 +1134,7 @@ static void scenario_streams(void) {
   int nt = opt.threads;
   for (size_t ki = 0; ki < sizeof cycle / sizeof cycle[0]; ki++) {
     rmm_resource_kind kind = cycle[ki];
+    if (!kind_selected(kind)) continue;
     char name[64];
     rmm_resource_t cuda = NULL, mr = NULL;
     rmm_resource_options o;
@@ -1395,8 +1406,66 @@ static void scenario_exits(void) {
 
 /* ================================================================== main */
 
+/* One warm-up thread: a stream of each kind the streams scenario makes, a
+ * block from mr filled and read back on it, the stream destroyed. */
+typedef struct {
+  rmm_resource_t mr;
+  size_t bytes;
+  bool failed;
+} warm_arg;
+
+static void* warm_thread(void* argp) {
+  warm_arg* a = argp;
+  for (int i = 0; i < 2; i++) {
+    rmm_stream_t s = NULL;
+    void* p = NULL;
+    unsigned char buf[16];
+    rmm_status st = i == 0 ? rmm_stream_create(&s) : rmm_stream_create_with_flags(&s, RMM_STREAM_SYNC_DEFAULT);
+    if (st != RMM_SUCCESS) {
+      a->failed = true;
+      return NULL;
+    }
+    if (rmm_allocate(a->mr, s, a->bytes, RMM_DEFAULT_ALIGNMENT, &p) != RMM_SUCCESS ||
+        rmm_memset(p, 1, a->bytes, s) != RMM_SUCCESS || rmm_memcpy(buf, p, sizeof buf, s) != RMM_SUCCESS ||
+        rmm_deallocate(a->mr, s, p, a->bytes, RMM_DEFAULT_ALIGNMENT) != RMM_SUCCESS)
+      a->failed = true;
+    if (rmm_stream_destroy(s) != RMM_SUCCESS) a->failed = true;
+  }
+  return NULL;
+}
+
+/* The scenarios' threads at once, each on streams of its own, over mr: on an
+ * H100 (driver 580) the first time several threads copied on streams of
+ * their own the driver kept 8 MiB of device memory until the process ended,
+ * and the first time the device touched blocks of a managed memory pool it
+ * kept 32 MiB until no process had a context on the device (the parent of
+ * --isolate's parts has one). Neither is the library's memory: streams[arena]
+ * alone in a process lost the same 8 MiB as streams[pool], and the managed
+ * pool's 32 MiB outlived the process that made the pool. Made here, once,
+ * such state is there before the first measurement. */
+static bool warm_threads(rmm_resource_t mr, size_t bytes) {
+  pthread_t th[MAX_THREADS];
+  warm_arg args[MAX_THREADS];
+  int nt = opt.threads;
+  bool ok = true;
+  for (int t = 0; t < nt; t++) {
+    args[t] = (warm_arg){mr, bytes, false};
+    if (pthread_create(&th[t], NULL, warm_thread, &args[t]) != 0) {
+      nt = t;
+      ok = false;
+      break;
+    }
+  }
+  for (int t = 0; t < nt; t++) {
+    pthread_join(th[t], NULL);
+    ok = ok && !args[t].failed;
+  }
+  return ok && rmm_device_synchronize() == RMM_SUCCESS;
+}
+
 /* Every call the scenarios make, once, so that lazily made state (the
- * backend, CUDA's modules for copies and fills, per-device resources) is
+ * backend, CUDA's modules for copies and fills, per-device resources, the
+ * driver's state for threads' streams and managed pools, warm_threads) is
  * there before the first measurement of free memory. */
 static void warm_up(void) {
   rmm_resource_t mr = NULL, cur = NULL;
@@ -1415,7 +1484,21 @@ static void warm_up(void) {
     exit(1);
   }
   rmm_resource_release(cur);
+  if (!warm_threads(mr, opt.release_block)) {
+    fprintf(stderr, "rmmgo_stress: warm-up on threads' streams failed: %s\n", rmm_last_error_message());
+    exit(1);
+  }
   rmm_resource_release(mr);
+  /* A device without managed memory pools refuses the kind; its release
+   * part then reports that itself. */
+  rmm_resource_t managed = NULL;
+  if (rmm_resource_create(RMM_RESOURCE_CUDA_ASYNC_MANAGED, NULL, &managed) == RMM_SUCCESS) {
+    if (!warm_threads(managed, opt.release_block)) {
+      fprintf(stderr, "rmmgo_stress: warm-up on a managed pool failed: %s\n", rmm_last_error_message());
+      exit(1);
+    }
+    rmm_resource_release(managed);
+  }
 }
 
 /* --isolate: runs `--scenarios scenario [--kinds kind]` with the rest of
