@@ -44,12 +44,12 @@ type PoolOptions struct {
 // the cache shares the magazines' budget below and empties before the pool
 // grows, before it fails, on Release and Close. A request the free memory cannot hold first takes back the blocks
 // that caches in front of the pool hold (the C ABI's thread caches, see
-// Cacheable), then grows the pool by the request, a sixteenth of the
+// Cacheable), then grows the pool by the request, a thirty-second of the
 // pool's size or 2 MiB, whichever is largest, and no further than the
 // maximum, halving the attempt while the upstream refuses. (RMM grows by
 // the pool's size, or by half the room left below the maximum: a pool that
 // starts empty then holds up to twice, or with a maximum many times, the
-// memory in use. Growing by a sixteenth keeps it within a sixteenth of the
+// memory in use. Growing by a thirty-second keeps it within a thirty-second of the
 // peak in use, fragmentation aside, for a few more upstream calls.) Freed
 // blocks merge with free neighbours of the same upstream
 // chunk, never across chunks; blocks up to 1 MiB first wait unmerged in a
@@ -172,7 +172,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 // growMin bytes, whichever is largest (see Pool).
 const (
 	growMin      = 2 << 20
-	growFraction = 16
+	growFraction = 32
 )
 
 // sizeToGrow is the pool's growth policy; 0 means no room. Sizes stay

@@ -73,7 +73,7 @@ func TestPoolOptions(t *testing.T) {
 	})
 }
 
-// TestPoolGrowth: the pool grows by the request, a sixteenth of its size
+// TestPoolGrowth: the pool grows by the request, a thirty-second of its size
 // or 2 MiB, whichever is largest, up to its maximum (RMM grows by the
 // pool's size, or half the room left: see Pool); halving while the
 // upstream refuses.
@@ -85,18 +85,26 @@ func TestPoolGrowth(t *testing.T) {
 		defer p.Close()
 		// 1000 bytes: 2 MiB at least; 3 MiB: the request; 256 bytes once
 		// the pool holds 5 MiB and is full: 2 MiB again; 40 MiB, then 1
-		// KiB with the pool (47 MiB) full: a sixteenth of it.
+		// KiB with the pool (47 MiB) full: 2 MiB (a thirty-second is less);
+		// 96 MiB more, then 1 KiB with the pool (145 MiB) full: a
+		// thirty-second of it.
+		fill := func() {
+			for p.UsedBytes() < p.PoolSize() {
+				_, err := p.Allocate(DefaultStream, 256, 256)
+				require.NoError(t, err)
+			}
+			_, err := p.Allocate(DefaultStream, 1024, 256)
+			require.NoError(t, err)
+		}
 		for _, s := range []uintptr{1000, 3 * mib, 2*mib - 1024, 256, 40 * mib} {
 			_, err := p.Allocate(DefaultStream, s, 256)
 			require.NoError(t, err)
 		}
-		for p.UsedBytes() < p.PoolSize() {
-			_, err := p.Allocate(DefaultStream, 256, 256)
-			require.NoError(t, err)
-		}
-		_, err := p.Allocate(DefaultStream, 1024, 256)
+		fill()
+		_, err := p.Allocate(DefaultStream, 96*mib, 256)
 		require.NoError(t, err)
-		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 47 * mib / 16 &^ 255}, up.sizes)
+		fill()
+		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 2 * mib, 96 * mib, 145 * mib / 32 &^ 255}, up.sizes)
 	})
 	t.Run("maximum", func(t *testing.T) {
 		up := newCountingUpstream(t)
