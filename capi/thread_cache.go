@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -94,6 +95,16 @@ func (f *tcFront) publish() {
 		nsteps:           C.int(len(f.steps)),
 	}
 	copy(lim.steps[:], f.steps)
+	// A binning resource's bins: a request takes its bin's size as class,
+	// so that the blocks of a bin share one stack (2fa2c61 made the C side
+	// and CacheLimits.BlockSizes, but never handed them over).
+	for i, sz := range l.BlockSizes {
+		if i == len(lim.sizes) {
+			break // the first ones: a request above them takes its own class
+		}
+		lim.sizes[i] = C.size_t(sz)
+		lim.nsizes = C.int(i + 1)
+	}
 	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
 }
 
@@ -146,9 +157,15 @@ func tcFlush(handle uintptr) {
 	}
 }
 
+// tcCrossed counts the crossings of the C cache into Go (refills and
+// drains) and the reclaims, for the tests: a regression that leaves the
+// caches crossing for each block shows in these counts, not only in time.
+var tcCrossed struct{ refills, refilled, drains, reclaims atomic.Int64 }
+
 // Reclaim gives every block cached for the handle back to its resource
 // (core.BlockCache): the resource needs memory.
 func (f *tcFront) Reclaim(need uintptr) bool {
+	tcCrossed.reclaims.Add(1)
 	blocks := tcCollect(f.handle, false, 0, false, 0, 0)
 	_ = f.giveBack(blocks, core.DefaultStream)
 	return len(blocks) > 0
@@ -158,6 +175,7 @@ func (f *tcFront) Reclaim(need uintptr) bool {
 // in (lo, hi] (core.SizedBlockCache): a bin of a binning resource needs
 // only blocks of its own sizes.
 func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
+	tcCrossed.reclaims.Add(1)
 	blocks := tcCollect(f.handle, false, 0, false, lo, hi)
 	_ = f.giveBack(blocks, core.DefaultStream)
 	return len(blocks) > 0
@@ -357,6 +375,8 @@ func rmmgo_go_refill(call *C.rmmgo_tc_call) (st status) {
 		return allocFailed("rmm_allocate", e, call.bytes, call.alignment, err)
 	}
 	call.got = C.int(n)
+	tcCrossed.refills.Add(1)
+	tcCrossed.refilled.Add(int64(n))
 	l := c.CacheLimits()
 	call.budget, call.shared = C.size_t(l.Budget), C.size_t(l.Shared)
 	return statusSuccess
@@ -370,6 +390,7 @@ func rmmgo_go_drain(call *C.rmmgo_tc_call) (st status) {
 		return badHandle("rmm_deallocate", toHandle(uintptr(call.handle)))
 	}
 	ptrs := unsafe.Slice((*uintptr)(unsafe.Pointer(call.ptrs)), int(call.n))
+	tcCrossed.drains.Add(1)
 	if err := c.DeallocateBatch(core.Stream(call.stream), uintptr(call.size), ptrs); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate: giving back %d cached blocks of %d bytes", call.n, call.size), err, statusInternal)
 	}

@@ -639,3 +639,108 @@ func TestThreadCacheReclaimSizes(t *testing.T) {
 	_, rest, _, _ := tcCounts()
 	assert.Zero(t, rest)
 }
+
+// TestThreadCacheBinningTwoStreams: two threads, each on a stream of its
+// own, allocating and freeing random sizes of a binning resource's bins
+// (over a pool, as the random-allocations benchmark makes it) are served
+// from their caches, crossing into Go for batches: a refill brings many
+// blocks and the bins do not keep taking the blocks back from the caches.
+// It counts crossings, not time. (The binning resource once let its caches
+// keep a pool's budget of its bins' blocks: the bins ran dry, took them
+// back from both caches over and over, and the blocks came back to the
+// threads one per crossing, from the default stream's list: about one
+// crossing every three calls, and half the rate of the base tree.)
+func TestThreadCacheBinningTwoStreams(t *testing.T) {
+	requireCache(t)
+	cuda, err := core.NewCuda()
+	require.NoError(t, err)
+	pool, err := core.NewPool(cuda, core.PoolOptions{InitialSize: 256 << 20})
+	require.NoError(t, err)
+	defer pool.Close()
+	b, err := core.NewBinning(pool, 8, 16) // bins 256 B .. 64 KiB
+	require.NoError(t, err)
+	e, err := reg.add(b, true, 0, nil)
+	require.NoError(t, err)
+	defer reg.release(e.handle)
+	h := toHandle(e.handle)
+
+	const threads, reps, ops, maxLive = 2, 4, 40000, 48 << 20
+	type live struct {
+		p unsafe.Pointer
+		n uint64
+	}
+	var ready, warm, done sync.WaitGroup
+	ready.Add(threads)
+	warm.Add(1)
+	done.Add(threads)
+	errs := make(chan string, threads)
+	work := func(id int) {
+		defer done.Done()
+		warmed := sync.OnceFunc(ready.Done)
+		defer warmed() // on a failure too
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var sv C_stream
+		if st := rmm_stream_create(&sv.v); st != statusSuccess {
+			errs <- lastMessage()
+			return
+		}
+		defer rmm_stream_destroy(sv.v)
+		rng := rand.New(rand.NewSource(int64(id) + 1))
+		for r := 0; r < reps; r++ {
+			if r == 1 {
+				warmed() // the first repetition fills the bins
+				warm.Wait()
+			}
+			var ls []live
+			var bytes uint64
+			for i := 0; i < ops; i++ {
+				if len(ls) == 0 || rng.Intn(2) == 0 && bytes < maxLive {
+					n := uint64(1 + rng.Intn(4096))
+					var p unsafe.Pointer
+					if st := rmm_allocate(h, sv.v, cSize(n), 256, &p); st != statusSuccess {
+						errs <- lastMessage()
+						return
+					}
+					ls = append(ls, live{p, n})
+					bytes += n
+					continue
+				}
+				k := rng.Intn(len(ls))
+				if st := rmm_deallocate(h, sv.v, ls[k].p, cSize(ls[k].n), 256); st != statusSuccess {
+					errs <- lastMessage()
+					return
+				}
+				bytes -= ls[k].n
+				ls[k] = ls[len(ls)-1]
+				ls = ls[:len(ls)-1]
+			}
+			for _, l := range ls {
+				if st := rmm_deallocate(h, sv.v, l.p, cSize(l.n), 256); st != statusSuccess {
+					errs <- lastMessage()
+					return
+				}
+			}
+		}
+	}
+	for i := 0; i < threads; i++ {
+		go work(i)
+	}
+	ready.Wait()
+	refills, refilled, drains, reclaims := tcCrossed.refills.Load(), tcCrossed.refilled.Load(), tcCrossed.drains.Load(), tcCrossed.reclaims.Load()
+	warm.Done()
+	done.Wait()
+	close(errs)
+	for m := range errs {
+		t.Fatal(m)
+	}
+	refills = tcCrossed.refills.Load() - refills
+	refilled = tcCrossed.refilled.Load() - refilled
+	drains = tcCrossed.drains.Load() - drains
+	reclaims = tcCrossed.reclaims.Load() - reclaims
+	calls := int64(threads * (reps - 1) * ops) // allocations and frees, not counting the last frees
+	t.Logf("%d calls: %d refills (%d blocks), %d drains, %d reclaims", calls, refills, refilled, drains, reclaims)
+	assert.Less(t, float64(refills+drains)/float64(calls), 0.001, "crossings per call")
+	assert.GreaterOrEqual(t, refilled, 8*refills, "blocks a refill brings")
+	assert.Less(t, reclaims, int64(threads*(reps-1)*4), "reclaims")
+}

@@ -67,10 +67,19 @@ type binTable struct {
 	bins   []bin
 	first  [65]uint8
 	direct [65]*bin
+	// cached is the sizes of the bins a cache may serve from: the
+	// smallest ones, up to the first that is not a FixedSize.
+	cached []uintptr
 }
 
 func newBinTable(bins []bin) *binTable {
 	t := &binTable{bins: bins}
+	for _, bn := range bins {
+		if bn.fixed == nil {
+			break
+		}
+		t.cached = append(t.cached, bn.size)
+	}
 	for k := range t.first {
 		lo := uintptr(0)
 		if k > 0 {
@@ -380,40 +389,30 @@ func (b *Binning) Close() error {
 // is not (an adaptor must see every call); the budget follows what those
 // bins hold.
 
-// cachedBins returns the bins a cache may serve from: the smallest ones,
-// up to the first that is not a FixedSize.
-func (b *Binning) cachedBins() []bin {
-	bins := b.bins.Load().bins
-	for i, bn := range bins {
-		if bn.fixed == nil {
-			return bins[:i]
-		}
-	}
-	return bins
-}
-
 // CacheLimits: requests up to the largest bin a cache may serve from; when
 // every bin is a FixedSize and the upstream is Cacheable too (a pool), the
-// sizes above the bins as well, from the upstream, within its limits and
-// budget added to the bins'.
+// sizes above the bins as well, from the upstream. The budget is the
+// bins' alone (what their chunks hold), for the upstream's blocks too:
+// adding the upstream's (a pool made at half the device lets its caches
+// keep up to half of it) let the caches keep every free block of the bins,
+// so that a bin ran dry on every few misses and took its blocks back from
+// every thread's cache (a reclaim, a device synchronization), which left
+// threads on their own streams crossing into Go for one block at a time.
 func (b *Binning) CacheLimits() CacheLimits {
-	bins := b.cachedBins()
-	if len(bins) == 0 || b.closed.Load() {
+	t := b.bins.Load()
+	if len(t.cached) == 0 || b.closed.Load() {
 		return CacheLimits{}
 	}
+	bins := t.bins[:len(t.cached)]
 	var held uintptr
 	for _, bn := range bins {
 		held += bn.fixed.chunkBytes()
 	}
 	l := cacheLimits(bins[len(bins)-1].size, 0, held)
-	for _, bn := range bins {
-		l.BlockSizes = append(l.BlockSizes, bn.size)
-	}
-	if up, ok := b.upstream.(Cacheable); ok && len(bins) == len(b.bins.Load().bins) {
+	l.BlockSizes = t.cached // made once: this runs on every crossing of the C cache
+	if up, ok := b.upstream.(Cacheable); ok && len(bins) == len(t.bins) {
 		if u := up.CacheLimits(); u.MaxRequest > l.MaxRequest && u.BlockSize == 0 {
 			l.MaxRequest = u.MaxRequest
-			l.Budget += u.Budget
-			l.Shared += u.Shared
 		}
 	}
 	return l

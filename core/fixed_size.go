@@ -906,7 +906,7 @@ func (f *FixedSize) allocateMore(s Stream, out []uintptr) int {
 		var buf [64]fixedBlock
 		k := 0
 		l.Mu.Lock()
-		for n+k < len(out) && k < len(buf) && !l.Retired && len(l.blocks) > 0 {
+		for n+k < len(out) && k < len(buf) && !l.Retired && len(l.blocks)+len(l.set) > 0 {
 			buf[k], _ = f.pop(l)
 			k++
 		}
@@ -921,6 +921,79 @@ func (f *FixedSize) allocateMore(s Stream, out []uintptr) int {
 		}
 		if n == len(out) {
 			break
+		}
+	}
+	if n < len(out) {
+		n += f.allocateOthers(s, sl.St, out[n:])
+	}
+	return n
+}
+
+// allocateOthers fills out with blocks other streams' lists hold that s
+// may use after one wait per list (settled blocks of a stream, or any
+// block of the legacy default stream, where flushed and reclaimed blocks
+// go), as allocateSlow takes one at a time: a refill on a stream whose own
+// lists are empty then takes a batch in one crossing, not one block a
+// crossing (two threads on their own streams: each takes the other's
+// drained blocks). It returns how many.
+func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintptr) int {
+	n := 0
+	for _, l := range f.eng.AllLists() {
+		if n == len(out) {
+			break
+		}
+		if l.St == st {
+			continue
+		}
+		durable := l.St.Durable()
+		if durable && l.Free.Load() == 0 || !durable && l.Settled.Load() == 0 {
+			continue
+		}
+		var buf [64]fixedBlock
+		k := 0
+		var seq uint64
+		l.Mu.Lock()
+		for n+k < len(out) && k < len(buf) && !l.Retired {
+			var b fixedBlock
+			var ok bool
+			if durable {
+				b, ok = f.pop(l)
+			} else {
+				b, ok = f.popSettled(l)
+			}
+			if !ok {
+				break
+			}
+			buf[k] = b
+			seq = max(seq, b.seq)
+			k++
+		}
+		if k > 0 {
+			l.St.Inflight.Add(1)
+		}
+		l.Mu.Unlock()
+		if k == 0 {
+			continue
+		}
+		err := f.eng.OrderAfter(s, st, l.St, seq)
+		if err != nil {
+			l.Mu.Lock()
+			for _, b := range buf[:k] {
+				f.put(l, b)
+			}
+			l.Mu.Unlock()
+		}
+		l.St.Inflight.Add(-1) // after the blocks went back: l stays in the engine till then
+		if err != nil {
+			return n
+		}
+		for _, b := range buf[:k] {
+			p, err := f.publish(b)
+			if err != nil {
+				return n // closed meanwhile: Close takes every chunk back
+			}
+			out[n] = p
+			n++
 		}
 	}
 	return n
