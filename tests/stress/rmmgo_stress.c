@@ -1489,6 +1489,22 @@ static void warm_up(void) {
     exit(1);
   }
   rmm_resource_release(mr);
+  /* The same over a pool: its stream-ordered frees make and record CUDA
+   * events, whose first use in a process may have the driver keep memory
+   * too (2 MiB on the H100 once). A leak of the pool's own would show in
+   * every later pool all the same. */
+  rmm_resource_t cuda = NULL, pool = NULL;
+  rmm_resource_options o;
+  rmm_resource_options_init(&o);
+  o.initial_pool_size = 0;
+  if (rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda) != RMM_SUCCESS ||
+      (o.upstream = cuda, rmm_resource_create(RMM_RESOURCE_POOL, &o, &pool)) != RMM_SUCCESS ||
+      !warm_threads(pool, opt.release_block)) {
+    fprintf(stderr, "rmmgo_stress: warm-up over a pool failed: %s\n", rmm_last_error_message());
+    exit(1);
+  }
+  rmm_resource_release(pool);
+  rmm_resource_release(cuda);
   /* A device without managed memory pools refuses the kind; its release
    * part then reports that itself. */
   rmm_resource_t managed = NULL;
