@@ -391,13 +391,15 @@ func (b *Binning) Close() error {
 
 // CacheLimits: requests up to the largest bin a cache may serve from; when
 // every bin is a FixedSize and the upstream is Cacheable too (a pool), the
-// sizes above the bins as well, from the upstream. The budget is the
+// sizes above the bins as well, from the upstream. The shared part is the
 // bins' alone (what their chunks hold), for the upstream's blocks too:
 // adding the upstream's (a pool made at half the device lets its caches
 // keep up to half of it) let the caches keep every free block of the bins,
 // so that a bin ran dry on every few misses and took its blocks back from
 // every thread's cache (a reclaim, a device synchronization), which left
 // threads on their own streams crossing into Go for one block at a time.
+// The lone budget (one thread's cache alone on the resource) adds the
+// upstream's, so that a thread alone keeps its large blocks cached.
 func (b *Binning) CacheLimits() CacheLimits {
 	t := b.bins.Load()
 	if len(t.cached) == 0 || b.closed.Load() {
@@ -413,6 +415,7 @@ func (b *Binning) CacheLimits() CacheLimits {
 	if up, ok := b.upstream.(Cacheable); ok && len(bins) == len(t.bins) {
 		if u := up.CacheLimits(); u.MaxRequest > l.MaxRequest && u.BlockSize == 0 {
 			l.MaxRequest = u.MaxRequest
+			l.Budget += u.Budget
 		}
 	}
 	return l
