@@ -1,11 +1,14 @@
 package core
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
+	"github.com/rmmgo/rmmgo/core/internal/heap"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -266,6 +269,41 @@ func deallocateBatch(r Resource, s Stream, size uintptr, ptrs []uintptr) error {
 		}
 	}
 	return first
+}
+
+// heapAllocateBatch is AllocateBatch for a resource over a heap (the pool,
+// the expandable resource): the first block as r.Allocate gives it, the
+// others from the free memory of the stream's list in the caller's shard
+// (never by growing).
+func heapAllocateBatch(r Resource, h *heap.Heap, s Stream, size uintptr, out []uintptr) (int, error) {
+	if len(out) == 0 {
+		return 0, nil
+	}
+	first, err := r.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, err
+	}
+	out[0] = first
+	if len(out) == 1 {
+		return 1, nil
+	}
+	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	if s == cudart.PerThreadDefaultStream {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return 1 + h.AllocateMore(s, size, out[1:]), nil
+}
+
+// checkSameSize is CheckFree for a resource that takes a block back with
+// the size it was allocated with, both rounded up to 256.
+func checkSameSize(kind string, ptr, bytes, allocated uintptr) error {
+	b, a := (bytes+DefaultAlignment-1)&^(DefaultAlignment-1), (allocated+DefaultAlignment-1)&^(DefaultAlignment-1)
+	if b != a {
+		return fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
+			kind, ErrInvalidArgument, ptr, b, a)
+	}
+	return nil
 }
 
 var (

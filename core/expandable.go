@@ -630,23 +630,7 @@ func (e *Expandable) CacheLimits() CacheLimits {
 // from the free memory of the stream's list in the caller's shard (never
 // by mapping more).
 func (e *Expandable) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
-	if len(out) == 0 {
-		return 0, nil
-	}
-	first, err := e.Allocate(s, size, DefaultAlignment)
-	if err != nil {
-		return 0, err
-	}
-	out[0] = first
-	if len(out) == 1 {
-		return 1, nil
-	}
-	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
-	if s == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
-	return 1 + e.h.AllocateMore(s, size, out[1:]), nil
+	return heapAllocateBatch(e, &e.h, s, size, out)
 }
 
 // DeallocateBatch deallocates each block.
@@ -657,12 +641,7 @@ func (e *Expandable) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) err
 // CheckFree: the resource takes a block back with the size it was
 // allocated with, both rounded up to 256.
 func (e *Expandable) CheckFree(ptr, bytes, allocated uintptr) error {
-	b, a := (bytes+DefaultAlignment-1)&^(DefaultAlignment-1), (allocated+DefaultAlignment-1)&^(DefaultAlignment-1)
-	if b != a {
-		return fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
-			kindExpandable, ErrInvalidArgument, ptr, b, a)
-	}
-	return nil
+	return checkSameSize(kindExpandable, ptr, bytes, allocated)
 }
 
 // AttachCache attaches c (see Cacheable).

@@ -412,23 +412,7 @@ func (p *Pool) CacheLimits() CacheLimits {
 // AllocateBatch allocates the first block as Allocate does, the others
 // from the free memory of the stream's list in the caller's shard.
 func (p *Pool) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
-	if len(out) == 0 {
-		return 0, nil
-	}
-	first, err := p.Allocate(s, size, DefaultAlignment)
-	if err != nil {
-		return 0, err
-	}
-	out[0] = first
-	if len(out) == 1 {
-		return 1, nil
-	}
-	size = (size + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
-	if s == cudart.PerThreadDefaultStream {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
-	return 1 + p.h.AllocateMore(s, size, out[1:]), nil
+	return heapAllocateBatch(p, &p.h, s, size, out)
 }
 
 // DeallocateBatch deallocates each block.
@@ -439,12 +423,7 @@ func (p *Pool) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
 // CheckFree: the pool takes a block back with the size it was allocated
 // with, both rounded up to 256.
 func (p *Pool) CheckFree(ptr, bytes, allocated uintptr) error {
-	b, a := (bytes+DefaultAlignment-1)&^(DefaultAlignment-1), (allocated+DefaultAlignment-1)&^(DefaultAlignment-1)
-	if b != a {
-		return fmt.Errorf("%s: %w: deallocating %#x with size %d, but it was allocated with size %d (rounded to 256)",
-			kindPool, ErrInvalidArgument, ptr, b, a)
-	}
-	return nil
+	return checkSameSize(kindPool, ptr, bytes, allocated)
 }
 
 // AttachCache attaches c (see Cacheable).
