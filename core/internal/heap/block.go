@@ -252,13 +252,18 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 // size it was allocated with; then the block's size must be blk.
 func (h *Heap) claim(ptr, size, blk uintptr) (int32, slotRef, error) {
 	d := h.chunks.Load().dir
+	// Blocks start on a unit: the index's slots are per unit, so a pointer
+	// inside a block's first unit would find the block's slot.
+	if ptr&(Unit-1) != 0 {
+		return 0, slotRef{}, fmt.Errorf("%s: %w: %#x is not the start of a block (blocks are %d-byte aligned)", h.kind, errs.InvalidPointer, ptr, Unit)
+	}
 	// Where the size says the block is; the other table too for a size
 	// that does not match the block's (to report that, rather than an
 	// invalid pointer).
 	big := blk >= bigBlock
 	r := d.lookup(ptr, big)
 	if r.w == 0 {
-		if ptr&(Unit-1) != 0 || h.chunks.Load().find(ptr) == nil {
+		if h.chunks.Load().find(ptr) == nil {
 			return 0, slotRef{}, fmt.Errorf("%s: %w: %#x", h.kind, errs.InvalidPointer, ptr)
 		}
 		r = d.lookup(ptr, !big)
