@@ -40,6 +40,20 @@ func zeroRequest(kind string, alignment uintptr) error {
 	return nil
 }
 
+// zeroFree is what Deallocate answers when ptr or bytes is 0: nothing to
+// do for ptr 0 (no allocation returns it for a nonzero size, and a
+// zero-byte allocation returns it), and ErrInvalidArgument for a pointer
+// freed with size 0: no allocation of size 0 has a pointer, so the size is
+// wrong, and answering success while freeing nothing would leave the
+// caller believing the memory went back (and a statistics adaptor
+// uncounting it, so that the right free was refused afterwards).
+func zeroFree(kind string, ptr uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: deallocating %#x with size 0 (no allocation of size 0 has a pointer; nothing was freed)", kind, ErrInvalidArgument, ptr)
+}
+
 // upAllocate calls up.AllocateSync when sync is true, else up.Allocate.
 func upAllocate(up Resource, s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
 	if sync {
@@ -215,7 +229,7 @@ func (a *Aligned) DeallocateSync(ptr, bytes, alignment uintptr) error {
 
 func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindAligned, ptr)
 	}
 	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: %d is not a power of two", kindAligned, ErrBadAlignment, alignment)

@@ -928,7 +928,7 @@ func (a *Arena) failure(s Stream, size uintptr, cause error) error {
 // deallocated, gives ErrInvalidPointer.
 func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindArena, ptr)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindArena, bytes, alignment); err != nil {

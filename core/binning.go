@@ -290,7 +290,7 @@ func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
 func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindBinning, ptr)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
@@ -324,7 +324,7 @@ func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 // DeallocateSync is the bin's (or the upstream's) DeallocateSync.
 func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindBinning, ptr)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {

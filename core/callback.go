@@ -89,10 +89,11 @@ func (c *Callback) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	return c.Allocate(DefaultStream, bytes, alignment)
 }
 
-// Deallocate calls the deallocate function; 0 or zero bytes is a no-op.
+// Deallocate calls the deallocate function; ptr 0 is a no-op, a pointer
+// with zero bytes is refused (zeroFree).
 func (c *Callback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindCallback, ptr)
 	}
 	return c.callDealloc(ptr, bytes, s)
 }

@@ -493,7 +493,7 @@ func (e *Expandable) release() error {
 // the allocation's gives ErrInvalidArgument.
 func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindExpandable, ptr)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {

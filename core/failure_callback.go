@@ -98,7 +98,7 @@ func (f *FailureCallback) call(bytes uintptr) (retry bool, err error) {
 // Deallocate returns memory to the upstream.
 func (f *FailureCallback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindFailureCallback, ptr)
 	}
 	return f.upstream.Deallocate(s, ptr, bytes, alignment)
 }
@@ -106,7 +106,7 @@ func (f *FailureCallback) Deallocate(s Stream, ptr, bytes, alignment uintptr) er
 // DeallocateSync is Deallocate without a stream.
 func (f *FailureCallback) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindFailureCallback, ptr)
 	}
 	return f.upstream.DeallocateSync(ptr, bytes, alignment)
 }

@@ -693,7 +693,7 @@ func (f *FixedSize) push(l *blockList, b fixedBlock) {
 // a block not allocated, gives ErrInvalidPointer.
 func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindFixedSize, ptr)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {

@@ -182,7 +182,7 @@ func (l *Limiting) DeallocateSync(ptr, bytes, alignment uintptr) error {
 
 func (l *Limiting) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindLimiting, ptr)
 	}
 	charge, ok := addr.AlignUp(bytes, l.alignment)
 	if cur := l.AllocatedBytes(); !ok || charge > cur {

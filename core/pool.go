@@ -254,7 +254,7 @@ func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
 // that does not match the allocation's gives ErrInvalidArgument.
 func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindPool, ptr)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindPool, bytes, alignment); err != nil {

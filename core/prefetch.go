@@ -134,7 +134,7 @@ func (p *Prefetch) concurrentManaged(dev int) (bool, error) {
 // Deallocate returns memory to the upstream.
 func (p *Prefetch) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindPrefetch, ptr)
 	}
 	return p.upstream.Deallocate(s, ptr, bytes, alignment)
 }
@@ -142,7 +142,7 @@ func (p *Prefetch) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 // DeallocateSync is Deallocate without a stream.
 func (p *Prefetch) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindPrefetch, ptr)
 	}
 	return p.upstream.DeallocateSync(ptr, bytes, alignment)
 }

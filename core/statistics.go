@@ -42,8 +42,10 @@ func (c *Counter) fold(child Counter) {
 //
 // Bytes are the requested (unrounded) sizes. A zero-byte allocation counts
 // one allocation of zero bytes (as in RMM), without calling the upstream, and
-// a zero-byte deallocation uncounts it. Failed calls count nothing, and
-// neither does Deallocate(0, n) for n > 0, a no-op.
+// a zero-byte deallocation of pointer 0 uncounts it (a no-op when nothing
+// is outstanding). Failed calls count nothing, and neither does
+// Deallocate(0, n) for n > 0, a no-op; Deallocate(p, 0) for p != 0 is
+// refused with ErrInvalidArgument, as on every resource.
 //
 // A deallocation is counted before the upstream is asked and uncounted
 // when the upstream refuses it (a foreign pointer, a double free, a wrong
@@ -287,6 +289,12 @@ func (st *Statistics) DeallocateSync(ptr, bytes, alignment uintptr) error {
 func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
 	if ptr == 0 && bytes != 0 {
 		return nil // no allocation returns 0 for a nonzero size: nothing to uncount
+	}
+	if ptr != 0 && bytes == 0 {
+		// Not a zero-byte allocation (those return 0): refused before
+		// anything is uncounted, so that the block's own free still is
+		// counted against what is outstanding.
+		return zeroFree(kindStatistics, ptr)
 	}
 	var (
 		ok       bool

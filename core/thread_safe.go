@@ -60,7 +60,7 @@ func (t *ThreadSafe) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 // Deallocate returns memory to the upstream under the lock.
 func (t *ThreadSafe) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindThreadSafe, ptr)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -70,7 +70,7 @@ func (t *ThreadSafe) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 // DeallocateSync returns memory to the upstream under the lock.
 func (t *ThreadSafe) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return nil
+		return zeroFree(kindThreadSafe, ptr)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
