@@ -1686,6 +1686,9 @@ static bool tc_steps_uncount(tc_mslot* ms, int n, size_t bytes) {
 
 static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1)) == 0; }
 
+/* Any power of two: what a free must give (Go refuses the rest). */
+static inline bool tc_pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
+
 /* A miss: one crossing allocates a batch of the class; the first block is
  * the caller's, as many others as the pair's budget allows are cached. */
 static rmm_status tc_refill(tc_cache* c, tc_mslot* ms, uint64_t h, uint64_t key, rmm_stream_t stream, int k,
@@ -2022,7 +2025,7 @@ recheck:
 
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c. */
-  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
+  if (RMMGO_AP_ANY() && tc_pow2(alignment) && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
@@ -2038,7 +2041,7 @@ rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, siz
 rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c (a free on the
    * default stream, as their DeallocateSync is). */
-  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
+  if (RMMGO_AP_ANY() && tc_pow2(alignment) && rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {

@@ -499,8 +499,8 @@ func rmmgo_go_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.
 	if err := streams.check(s); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInvalidArgument)
 	}
-	if ptr == nil {
-		return statusSuccess
+	if st, done := freeArgs("rmm_deallocate", e, ptr, bytes, alignment); done {
+		return st
 	}
 	if err := e.res.Deallocate(s, uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
@@ -515,13 +515,35 @@ func rmmgo_go_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, al
 	if !ok {
 		return badHandle("rmm_deallocate_sync", mr)
 	}
-	if ptr == nil {
-		return statusSuccess
+	if st, done := freeArgs("rmm_deallocate_sync", e, ptr, bytes, alignment); done {
+		return st
 	}
 	if err := e.res.DeallocateSync(uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate_sync(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
 	}
 	return statusSuccess
+}
+
+// freeArgs checks what every free must give, whatever the kind, before the
+// resource sees it: an alignment that is a power of two (as the allocation
+// had to give; base resources and the adaptors over them never look at it
+// otherwise), and, for a pointer, a size (a zero-byte allocation has no
+// pointer). done: the call is answered (st) without the resource: a
+// refusal, or NULL with a nonzero size, which is nothing to free. NULL with
+// size 0 goes on: it is the free of a zero-byte allocation, which a
+// statistics adaptor uncounts (as RMM's does).
+func freeArgs(fn string, e *entry, ptr unsafe.Pointer, bytes, alignment C.size_t) (st status, done bool) {
+	if alignment == 0 || alignment&(alignment-1) != 0 {
+		setMessage(fmt.Sprintf("%s(%#x, %d bytes): %s: %v: alignment %d is not a power of two", fn, uintptr(ptr), bytes, e.res.Kind(), core.ErrBadAlignment, alignment))
+		return statusBadAlignment, true
+	}
+	if ptr == nil {
+		return statusSuccess, bytes != 0
+	}
+	if bytes == 0 {
+		return invalid(fmt.Sprintf("%s(%#x, 0 bytes)", fn, uintptr(ptr)), "%s: size 0 for a pointer: no allocation of 0 bytes has one (nothing was freed; give the size that was allocated)", e.res.Kind()), true
+	}
+	return statusSuccess, false
 }
 
 // The public entry points as Go functions, through C (for Go tests, which
