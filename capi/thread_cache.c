@@ -466,7 +466,8 @@ uint64_t rmmgo_tc_stream_epoch(void) { return atomic_load_explicit(&tc_stream_ep
 
 /* An entry: the block's address (0: empty slot, TC_TOMB: an entry that was
  * removed, which lookups pass over) and its state in one word:
- *   bits 0..1   TC_LIVE or TC_CACHED
+ *   bits 0..1   TC_LIVE, TC_CACHED, or TC_BUSY (a LIVE block a free through
+ *               Go is giving back: tc_go_free)
  *   bits 2..8   size class
  *   bits 9..32  the user's size rounded up to 256, in units of 256 (LIVE)
  *   bits 33..63 the handle it belongs to: its slot index (24 bits) and the
@@ -475,7 +476,7 @@ uint64_t rmmgo_tc_stream_epoch(void) { return atomic_load_explicit(&tc_stream_ep
  *               share these bits.
  * A lookup reads ptr (acquire) then meta; an insertion writes meta then ptr
  * (release); a removal writes TC_TOMB. */
-enum { TC_LIVE = 1, TC_CACHED = 2 };
+enum { TC_LIVE = 1, TC_CACHED = 2, TC_BUSY = 3 };
 #define TC_TOMB ((uintptr_t)1)
 
 typedef struct {
@@ -2023,17 +2024,105 @@ recheck:
   return tc_cross(false, &call, ms);
 }
 
+/* A free that goes to Go (a handle the cache does not serve: an adaptor
+ * over a cached resource, a base resource; or a call the cache does not
+ * take) of a block the table knows. The table must not keep an entry Go
+ * does not know of:
+ *   - a CACHED block is free: a free of it through any handle is a double
+ *     free (Go, which sees it as allocated, would accept it, and the block
+ *     would be handed out twice). Refused here.
+ *   - a LIVE block freed through Go (a logging adaptor over the pool that
+ *     handed it out, say) goes back to the resource there; its entry must
+ *     go too, or a second free through the cached handle would be taken
+ *     by the cache and the block handed out twice. The entry is BUSY while
+ *     Go frees (a free of it in C meanwhile is refused as not live), then
+ *     removed if Go accepted the free, LIVE again if Go refused it. The
+ *     removal is under the shard's writer lock, conditional on the entry
+ *     being still ours: once Go freed the block, a refill may hand it out
+ *     again and enter it anew.
+ * Outside sections: the lookups hold the shard's writer lock, which keeps
+ * entries from moving. */
+static rmm_status tc_go_free(int which, rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
+                             size_t alignment) {
+  uintptr_t b = (uintptr_t)ptr;
+  uint64_t busy = 0, had = 0;
+  tc_shard* s = tc_shard_of(b);
+  if (b != 0 && bytes != 0 && tc_pow2(alignment) && atomic_load_explicit(&tc_state, memory_order_relaxed) == 1 &&
+      atomic_load_explicit(&s->tab, memory_order_acquire) != NULL) {
+    bool cached = false;
+    tc_lock(&s->wlock);
+    tc_ent* e = tc_lookup(atomic_load_explicit(&s->tab, memory_order_relaxed), b);
+    if (e != NULL) {
+      uint64_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
+      for (;;) {
+        if (tc_meta_state(m) != TC_LIVE) {
+          cached = true; /* CACHED, or another free of it in flight */
+          break;
+        }
+        uint64_t nb = (m & ~(uint64_t)3) | TC_BUSY;
+        if (atomic_compare_exchange_weak_explicit(&e->meta, &m, nb, memory_order_acq_rel, memory_order_acquire)) {
+          had = m;
+          busy = nb;
+          break;
+        }
+      }
+    }
+    tc_unlock(&s->wlock);
+    if (cached) {
+      return tc_fail(RMM_ERROR_INVALID_POINTER,
+                     "%s(%#" PRIxPTR ", %zu bytes): pointer not allocated by this resource: %#" PRIxPTR
+                     " is not a live allocation (deallocated already? a per-thread cache holds it as free)",
+                     which == RMMGO_TC_FREE ? "rmm_deallocate" : "rmm_deallocate_sync", b, bytes, b);
+    }
+  }
+  rmm_status st = which == RMMGO_TC_FREE ? rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment)
+                                         : rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment);
+  if (busy == 0) {
+    return st;
+  }
+  bool gone = false;
+  tc_lock(&s->wlock);
+  tc_tab* t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+  tc_ent* e = tc_lookup(t, b);
+  if (e != NULL) {
+    uint64_t m = busy;
+    if (st == RMM_SUCCESS) {
+      if (atomic_load_explicit(&e->meta, memory_order_acquire) == busy) {
+        tc_erase(s, t, e);
+        gone = true;
+      }
+    } else {
+      (void)atomic_compare_exchange_strong(&e->meta, &m, had); /* still ours: live again */
+    }
+  }
+  tc_unlock(&s->wlock);
+  if (gone) {
+    /* The rounding its handle counted for it (class size - the user's
+     * size) goes with it. */
+    uint64_t hid = tc_meta_hid(had);
+    tc_mslot* ms = tc_mslot_of(hid & 0xffffffu, false);
+    uint64_t owner = ms != NULL ? atomic_load_explicit(&ms->last, memory_order_acquire) : 0;
+    if (owner != 0 && tc_hid(owner) == hid) {
+      size_t fixed = atomic_load_explicit(&ms->block, memory_order_relaxed);
+      size_t size = fixed != 0 ? fixed : tc_class_size(tc_meta_cls(had));
+      atomic_fetch_sub_explicit(&ms->round_gone, (int64_t)size - (int64_t)(tc_meta_units(had) * 256),
+                                memory_order_relaxed);
+    }
+  }
+  return st;
+}
+
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c. */
   if (RMMGO_AP_ANY() && tc_pow2(alignment) && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment);
+    return tc_go_free(RMMGO_TC_FREE, mr, stream, ptr, bytes, alignment);
   }
   bool go_path;
   rmm_status st = tc_free("rmm_deallocate", RMMGO_TC_FREE, mr, stream, ptr, bytes, &go_path);
-  return go_path ? rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment) : st;
+  return go_path ? tc_go_free(RMMGO_TC_FREE, mr, stream, ptr, bytes, alignment) : st;
 }
 
 /* Without a stream: the caller vouches that no work uses the memory, which
@@ -2045,11 +2134,11 @@ rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment);
+    return tc_go_free(RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, alignment);
   }
   bool go_path;
   rmm_status st = tc_free("rmm_deallocate_sync", RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, &go_path);
-  return go_path ? rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment) : st;
+  return go_path ? tc_go_free(RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, alignment) : st;
 }
 
 /* rmm_deallocate with the pointer as an integer (for Go tests, which hold
