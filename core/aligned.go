@@ -231,6 +231,9 @@ func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool)
 	if ptr == 0 || bytes == 0 {
 		return zeroFree(kindAligned, ptr)
 	}
+	if err := heldByOther(kindAligned, a, ptr); err != nil {
+		return err // a sub-allocator's chunk (held_chunks.go)
+	}
 	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: %d is not a power of two", kindAligned, ErrBadAlignment, alignment)
 	}

@@ -187,6 +187,7 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
 	}
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
+	holdChunk(a, upstream, base, size) // held_chunks.go
 	a.global.Init(kindArena, r, nil, false)
 	a.global.AddChunk(base, size)
 	// The arena's lists hold no blocks to settle: memory freed on another
@@ -930,6 +931,9 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
 		return zeroFree(kindArena, ptr)
 	}
+	if err := heldByOther(kindArena, a, ptr); err != nil {
+		return err // another resource's chunk (held_chunks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindArena, bytes, alignment); err != nil {
 			return err
@@ -1078,7 +1082,7 @@ func (a *Arena) Close() error {
 	if err := a.rt.DeviceSynchronize(); err != nil {
 		errs = append(errs, cudaError(kindArena+": synchronizing before returning memory upstream", err))
 	}
-	if err := a.upstream.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment); err != nil {
+	if err := giveChunk(a, a.upstream, a.base, a.size); err != nil {
 		errs = append(errs, fmt.Errorf("%s: returning the global arena upstream: %w", kindArena, err))
 	}
 	errs = append(errs, a.eng.Close(), a.global.Close())

@@ -95,6 +95,9 @@ func (c *Callback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
 		return zeroFree(kindCallback, ptr)
 	}
+	if err := heldByOther(kindCallback, c, ptr); err != nil {
+		return err // a sub-allocator's chunk (held_chunks.go)
+	}
 	return c.callDealloc(ptr, bytes, s)
 }
 

@@ -495,6 +495,9 @@ func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) er
 	if ptr == 0 || bytes == 0 {
 		return zeroFree(kindExpandable, ptr)
 	}
+	if err := heldByOther(kindExpandable, e, ptr); err != nil {
+		return err // another resource's chunk (held_chunks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {
 			return err

@@ -330,7 +330,7 @@ func (f *FixedSize) BlockSize() uintptr { return f.blockSize }
 // set.
 func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, error) {
 	size := f.blockSize * uintptr(f.perChunk)
-	base, err := f.upstream.Allocate(s, size, DefaultAlignment)
+	base, err := takeChunk(f, f.upstream, s, size)
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
@@ -695,6 +695,9 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 	if ptr == 0 || bytes == 0 {
 		return zeroFree(kindFixedSize, ptr)
 	}
+	if err := heldByOther(kindFixedSize, f, ptr); err != nil {
+		return err // another resource's chunk (held_chunks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {
 			return err
@@ -845,7 +848,7 @@ func (f *FixedSize) Close() error {
 		}
 	}
 	for _, c := range cs {
-		if err := f.upstream.Deallocate(DefaultStream, c.base, f.index.size, DefaultAlignment); err != nil {
+		if err := giveChunk(f, f.upstream, c.base, f.index.size); err != nil {
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}

@@ -128,8 +128,24 @@ func (t *liveTable) take(kind string, ptr, size, owner uintptr) (liveEntry, erro
 	}
 }
 
+// takeAny removes ptr's record, whatever its size and owner, and returns
+// it (a chunk a sub-allocator holds leaves its table: held_chunks.go).
+func (t *liveTable) takeAny(ptr uintptr) (liveEntry, bool) {
+	s := t.shard(ptr)
+	s.mu.Lock()
+	e, ok := s.m[ptr]
+	if ok {
+		delete(s.m, ptr)
+	}
+	s.mu.Unlock()
+	return e, ok
+}
+
 // The refusals of a free, for every table.
 func errNotRecorded(kind string, ptr uintptr) error {
+	if h := chunkHolder(ptr); h != nil {
+		return errHeldChunk(kind, ptr, h)
+	}
 	return fmt.Errorf("%s: %w: %#x was not allocated by a %s resource, or was already deallocated",
 		kind, ErrInvalidPointer, ptr, kind)
 }

@@ -136,7 +136,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	p.h.EnableFront()
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	if initial > 0 {
-		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
+		ptr, err := takeChunk(p, upstream, DefaultStream, initial)
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
@@ -151,7 +151,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	cur := p.h.Size()
 	try := p.sizeToGrow(size, cur)
 	for try >= size {
-		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
+		ptr, err := takeChunk(p, p.upstream, s, try)
 		if err == nil {
 			return ptr, try, nil
 		}
@@ -255,6 +255,9 @@ func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
 func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
 		return zeroFree(kindPool, ptr)
+	}
+	if err := heldByOther(kindPool, p, ptr); err != nil {
+		return err // another resource's chunk (held_chunks.go)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindPool, bytes, alignment); err != nil {
@@ -363,7 +366,7 @@ func (p *Pool) giveBack(cs []heap.Span) error {
 		errs = append(errs, cudaError(kindPool+": synchronizing before returning memory upstream", err))
 	}
 	for _, c := range cs {
-		if err := p.upstream.Deallocate(DefaultStream, c.Base, c.Size, DefaultAlignment); err != nil {
+		if err := giveChunk(p, p.upstream, c.Base, c.Size); err != nil {
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.Size, c.Base, err))
 		}
 	}

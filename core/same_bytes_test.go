@@ -182,3 +182,87 @@ func TestStatisticsZeroByteAllocations(t *testing.T) {
 	_, c = st.Counters()
 	assert.Equal(t, int64(0), c.Value, "nothing outstanding: nothing uncounted")
 }
+
+// TestChunkFreedThroughUpstreamRefused: a block that fills the chunk its
+// sub-allocator took starts where the chunk does; freed through the
+// upstream (or anything between) with the chunk's size, the upstream gave
+// the chunk back while the sub-allocator held it, and handed it out again.
+// Every such free is refused now, whatever the upstream: a base resource
+// (cuda_async's too), an adaptor over one, another pool, the aligned and
+// callback resources. BaseAllocations still counts the chunk.
+func TestChunkFreedThroughUpstreamRefused(t *testing.T) {
+	r := testRuntime(t)
+	cuda, err := newCuda(r)
+	require.NoError(t, err)
+	st, err := NewStatistics(cuda)
+	require.NoError(t, err)
+	inner, err := newPool(r, cuda, PoolOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, inner.Close()) }()
+	async, err := newCudaAsync(r, CudaAsyncOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, async.Close()) }()
+	al, err := NewAligned(cuda, 4096, 0)
+	require.NoError(t, err)
+	cb, err := NewCallback(func(n uintptr, s Stream) (uintptr, error) { return cuda.Allocate(s, n, DefaultAlignment) },
+		func(p, n uintptr, s Stream) error { return cuda.Deallocate(s, p, n, DefaultAlignment) })
+	require.NoError(t, err)
+	const n = 4 << 20 // an empty pool grows by exactly a 4 MiB request
+	for _, c := range []struct {
+		name string
+		up   Resource
+		via  []Resource // where the free is tried
+	}{
+		{"cuda", cuda, []Resource{cuda}},
+		{"statistics", st, []Resource{st, cuda}},
+		{"pool", inner, []Resource{inner}},
+		{"cuda_async", async, []Resource{async}},
+		{"aligned", al, []Resource{al}},
+		{"callback", cb, []Resource{cb}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n0, b0 := BaseAllocations()
+			pool, err := newPool(r, c.up, PoolOptions{})
+			require.NoError(t, err)
+			p, err := pool.Allocate(DefaultStream, n, DefaultAlignment)
+			require.NoError(t, err)
+			assert.Same(t, Resource(pool), chunkHolder(p), "the chunk starts at the block")
+			n1, b1 := BaseAllocations()
+			if c.name != "pool" {
+				assert.Equal(t, n0+1, n1, "the held chunk is still counted")
+				assert.GreaterOrEqual(t, b1, b0+n)
+			}
+			for _, v := range c.via {
+				err := v.Deallocate(DefaultStream, p, n, DefaultAlignment)
+				requireIs(t, err, ErrInvalidPointer, "freed through ", v.Kind())
+				assert.Contains(t, err.Error(), "chunk")
+			}
+			q, err := c.up.Allocate(DefaultStream, n, DefaultAlignment)
+			require.NoError(t, err)
+			assert.False(t, q < p+n && p < q+n, "the upstream handed out %#x, inside the pool's chunk at %#x", q, p)
+			require.NoError(t, c.up.Deallocate(DefaultStream, q, n, DefaultAlignment))
+			require.NoError(t, pool.Deallocate(DefaultStream, p, n, DefaultAlignment))
+			require.NoError(t, pool.Close())
+			assert.True(t, chunkHolder(p) != Resource(pool), "the closed pool holds nothing")
+			n2, b2 := BaseAllocations()
+			if c.name != "pool" {
+				assert.Equal(t, n0, n2)
+				assert.Equal(t, b0, b2)
+			}
+		})
+	}
+	// A fixed-size resource whose chunk is one block, and an arena's chunk.
+	f, err := newFixedSize(r, cuda, FixedSizeOptions{BlockSize: 64 << 10, BlocksToPreallocate: 1})
+	require.NoError(t, err)
+	p, err := f.Allocate(DefaultStream, 64<<10, DefaultAlignment)
+	require.NoError(t, err)
+	if chunkHolder(p) != nil {
+		requireIs(t, cuda.Deallocate(DefaultStream, p, 64<<10, DefaultAlignment), ErrInvalidPointer, "fixed_size's chunk")
+	}
+	require.NoError(t, f.Deallocate(DefaultStream, p, 64<<10, DefaultAlignment))
+	require.NoError(t, f.Close())
+	a, err := newArena(r, cuda, ArenaOptions{ArenaSize: 4 << 20})
+	require.NoError(t, err)
+	requireIs(t, cuda.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment), ErrInvalidPointer, "the arena's chunk")
+	require.NoError(t, a.Close())
+}
