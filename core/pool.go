@@ -55,7 +55,9 @@ type PoolOptions struct {
 // chunk, never across chunks; blocks up to 1 MiB first wait unmerged in a
 // magazine of their list, for allocations of exactly their size, and merge
 // when anything else needs them (before the pool grows, in particular).
-// Nothing returns to the upstream before Release or Close. The magazines
+// Nothing returns to the upstream before Release or Close, but for a pool
+// with no maximum that cannot grow: it gives back its wholly free chunks
+// and tries once more before it reports out of memory. The magazines
 // together hold at most a thirty-second of the pool (at least 512 KiB;
 // see package cachepolicy).
 //
@@ -228,6 +230,32 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
+		return p.retry(stream, size, err)
+	}
+	return ptr, nil
+}
+
+// retry is the end of an allocation the heap could not serve. When a pool
+// with no maximum ran out of memory (its upstream refused to grow it), it
+// gives its wholly free chunks back (as Release does) and asks once more:
+// free chunks of the wrong sizes must not make a request fail that the
+// upstream could serve (a pool that grew until the device was full, with
+// every block freed, refused a large request until rmm_pool_release). A
+// pool with a maximum reports reaching it, as RMM's does (how it places
+// blocks under its cap is the heap's policy).
+func (p *Pool) retry(stream Stream, size uintptr, err error) (uintptr, error) {
+	if !errors.Is(err, ErrOutOfMemory) || p.maxSize != 0 || p.closed.Load() {
+		return 0, closedOr(&p.closed, kindPool, err)
+	}
+	spans := p.h.ReleaseChunks(false)
+	if len(spans) == 0 {
+		return 0, err
+	}
+	if gerr := p.giveBack(spans); gerr != nil {
+		return 0, closedOr(&p.closed, kindPool, errors.Join(err, gerr))
+	}
+	ptr, err := p.h.Allocate(stream, size)
+	if err != nil {
 		return 0, closedOr(&p.closed, kindPool, err)
 	}
 	return ptr, nil
@@ -241,7 +269,7 @@ func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
 	defer runtime.UnlockOSThread()
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
-		return 0, closedOr(&p.closed, kindPool, err)
+		return p.retry(stream, size, err)
 	}
 	return ptr, nil
 }

@@ -266,3 +266,37 @@ func TestChunkFreedThroughUpstreamRefused(t *testing.T) {
 	requireIs(t, cuda.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment), ErrInvalidPointer, "the arena's chunk")
 	require.NoError(t, a.Close())
 }
+
+// TestPoolGivesBackBeforeOutOfMemory: a pool with no maximum grows until
+// its upstream (the device) is full; with every block freed, its free
+// memory lies in chunks of the old requests' sizes, none large enough for
+// a request of half the device. It failed ("Maximum pool size exceeded")
+// until Release; the pool now gives its free chunks back and asks again.
+func TestPoolGivesBackBeforeOutOfMemory(t *testing.T) {
+	skipOnCUDA(t, "fills the device")
+	r := testRuntime(t)
+	cuda, err := newCuda(r)
+	require.NoError(t, err)
+	free, _, err := r.MemGetInfo()
+	require.NoError(t, err)
+	step := uintptr(free/16) &^ (DefaultAlignment - 1)
+	p, err := newPool(r, cuda, PoolOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	var blocks []uintptr
+	for len(blocks) < 64 {
+		b, err := p.Allocate(DefaultStream, step, DefaultAlignment)
+		if err != nil {
+			requireIs(t, err, ErrOutOfMemory)
+			break
+		}
+		blocks = append(blocks, b)
+	}
+	require.Less(t, len(blocks), 64, "the device ran out")
+	for _, b := range blocks {
+		require.NoError(t, p.Deallocate(DefaultStream, b, step, DefaultAlignment))
+	}
+	big, err := p.Allocate(DefaultStream, 8*step+256, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, p.Deallocate(DefaultStream, big, 8*step+256, DefaultAlignment))
+}
