@@ -58,6 +58,9 @@ static _Atomic uintptr_t rmmgo_get_last_error;
 /* The calling thread's current device, or -1 when it cannot be read. */
 static int rmmgo_token_device(void) {
   uintptr_t fn = atomic_load_explicit(&rmmgo_get_device, memory_order_acquire);
+  if (fn != RMMGO_DEVICE_ONLY_ZERO && RMMGO_FORKED()) {
+    return -1; /* neither Go nor CUDA in the child of a fork (fork.c) */
+  }
   if (fn == 0) {
     uintptr_t gd = 0, gle = 0;
     int count = 0;

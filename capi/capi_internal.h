@@ -27,6 +27,22 @@ typedef const rmm_resource_options rmmgo_const_options;
 typedef const char* rmmgo_cstr;
 typedef const void* rmmgo_const_voidp;
 
+/* The child of a fork() (fork.c): rmmgo_forked is set there, and every call
+ * that would enter Go returns rmmgo_fork_refuse(its name) instead. */
+RMMGO_INTERNAL extern int rmmgo_forked;
+RMMGO_INTERNAL rmm_status rmmgo_fork_refuse(const char* fn);
+#define RMMGO_FORKED() __builtin_expect(__atomic_load_n(&rmmgo_forked, __ATOMIC_RELAXED) != 0, 0)
+#define RMMGO_FORK_GATE(fn)              \
+  do {                                   \
+    if (RMMGO_FORKED()) {                \
+      return rmmgo_fork_refuse(#fn);     \
+    }                                    \
+  } while (0)
+/* What the child handler turns off: the per-thread cache (thread_cache.c)
+ * and the C path of the cuda_async kinds (async_path.c). */
+RMMGO_INTERNAL void rmmgo_tc_fork_child(void);
+RMMGO_INTERNAL void rmmgo_ap_fork_child(void);
+
 /* The calling thread's last error message (errors.c). */
 RMMGO_INTERNAL void rmmgo_set_message(const char* msg, size_t len);
 

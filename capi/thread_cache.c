@@ -1843,13 +1843,23 @@ again:
   return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, fixed, ptr, go);
 }
 
+/* The Go half of rmm_allocate; refused in the child of a fork (fork.c: the
+ * child handler turns the cache and the async path off, so that every call
+ * there comes here). */
+static rmm_status tc_go_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
+  RMMGO_FORK_GATE(rmm_allocate);
+  return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
+}
+
+void rmmgo_tc_fork_child(void) { atomic_store(&tc_state, 0); }
+
 rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
   /* The pool-based kinds: served in C by async_path.c. */
   if (RMMGO_AP_ANY() && rmmgo_ap_try_allocate(mr, stream, bytes, alignment, ptr)) {
     return RMM_SUCCESS;
   }
   if (ptr == NULL || bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
+    return tc_go_allocate(mr, stream, bytes, alignment, ptr);
   }
   uint64_t h = (uint64_t)(uintptr_t)mr;
   tc_mslot* ms = tc_mirror_find(h);
@@ -1859,11 +1869,11 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
   tc_cache* c;
   if (ms == NULL || !tc_classify(ms, bytes, &k, &size) || (c = tc_cache_mine()) == NULL ||
       ((uintptr_t)stream <= 1 ? (key = 0, 0) : tc_stream_key(c, stream, &key)) != 0) {
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
+    return tc_go_allocate(mr, stream, bytes, alignment, ptr);
   }
   int nsteps = atomic_load_explicit(&ms->nsteps, memory_order_relaxed);
   if (nsteps != 0 && !tc_steps_charge(ms, nsteps, bytes)) {
-    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr); /* a limit refuses it: Go says so */
+    return tc_go_allocate(mr, stream, bytes, alignment, ptr); /* a limit refuses it: Go says so */
   }
   bool go = false;
   rmm_status st = tc_allocate(c, ms, h, key, stream, k, size, bytes, alignment, ptr, &go);
@@ -1874,7 +1884,7 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
       tc_steps_count(ms, nsteps, bytes);
     }
   }
-  return go ? rmmgo_go_allocate(mr, stream, bytes, alignment, ptr) : st;
+  return go ? tc_go_allocate(mr, stream, bytes, alignment, ptr) : st;
 }
 
 /* ---------------------------------------------------------- deallocate */
@@ -2044,6 +2054,9 @@ recheck:
  * entries from moving. */
 static rmm_status tc_go_free(int which, rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
                              size_t alignment) {
+  if (RMMGO_FORKED()) {
+    return rmmgo_fork_refuse(which == RMMGO_TC_FREE ? "rmm_deallocate" : "rmm_deallocate_sync");
+  }
   uintptr_t b = (uintptr_t)ptr;
   uint64_t busy = 0, had = 0;
   tc_shard* s = tc_shard_of(b);

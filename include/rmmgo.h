@@ -30,6 +30,12 @@
  *     current (RMM's rule); base resources check it.
  *   - Every function is safe to call from many threads at once, including
  *     threads the library did not create, unless its comment says otherwise.
+ *   - fork(): the library cannot be used in a child process created by fork()
+ *     without exec. Its Go runtime does not survive fork (nor does CUDA): in
+ *     the child, every function that would need it returns at once with
+ *     RMM_ERROR_NOT_SUPPORTED and a message saying so, rather than hang.
+ *     The parent is unaffected. Python's multiprocessing: use the "spawn" or
+ *     "forkserver" start method.
  *
  * The backend: by default the library loads the CUDA runtime (libcudart.so.13,
  * .12, or the file named by RMMGO_CUDART_LIBRARY). With RMMGO_BACKEND=simulated
