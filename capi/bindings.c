@@ -14,6 +14,8 @@
 
 /* One int per thread, set by every call that returns no status. */
 static __thread int rmmgo_last_status;
+/* And the pointer rmm_allocate_direct last returned. */
+static __thread void* rmmgo_last_direct;
 
 void rmmgo_set_last_status(rmm_status st) { rmmgo_last_status = (int)st; }
 
@@ -25,8 +27,12 @@ void* rmm_allocate_direct(rmm_resource_t mr, rmm_stream_t stream, size_t bytes) 
   void* p = NULL;
   rmm_status st = rmm_allocate(mr, stream, bytes, RMM_DEFAULT_ALIGNMENT, &p);
   rmmgo_last_status = (int)st;
-  return st == RMM_SUCCESS ? p : NULL;
+  p = st == RMM_SUCCESS ? p : NULL;
+  rmmgo_last_direct = p;
+  return p;
 }
+
+void* rmm_last_direct_allocation(void) { return rmmgo_last_direct; }
 
 rmm_status rmm_deallocate_direct(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes) {
   return rmm_deallocate(mr, stream, ptr, bytes, RMM_DEFAULT_ALIGNMENT);

@@ -405,6 +405,13 @@ rmm_status rmm_deallocate_direct(rmm_resource_t mr, rmm_stream_t stream, void* p
  * none: rmm_allocate_direct and the framework allocators (rmm_cupy_malloc,
  * rmm_torch_allocate). */
 rmm_status rmm_last_error_status(void);
+/* The pointer the calling thread's last rmm_allocate_direct returned (NULL
+ * when it returned NULL, or before the first). For a binding whose runtime
+ * can raise an asynchronous exception between the return of
+ * rmm_allocate_direct and the store of its result (Python's
+ * KeyboardInterrupt arrives there): the binding takes the block from here
+ * rather than lose it. */
+void* rmm_last_direct_allocation(void);
 
 /* A nonzero number naming what rmm_get_current_device_resource() would give
  * the calling thread: it is made of the thread's current device and a

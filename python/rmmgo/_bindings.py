@@ -346,6 +346,7 @@ FUNCTIONS = {
     "rmm_allocate_direct": (c_void_p, [_handle, _stream, _fast_size]),
     "rmm_deallocate_direct": (_status, [_handle, _stream, c_void_p, _fast_size]),
     "rmm_last_error_status": (c_int, []),
+    "rmm_last_direct_allocation": (c_void_p, []),
     "rmm_current_resource_token": (c_uint64, []),
     # framework allocators (no status: NULL / nothing on failure)
     "rmm_cupy_malloc": (c_void_p, [c_void_p, c_size_t, c_int]),
@@ -358,6 +359,7 @@ _UNCHECKED = {
     "rmm_allocate_direct",
     "rmm_deallocate_direct",
     "rmm_last_error_status",
+    "rmm_last_direct_allocation",
     "rmm_current_resource_token",
     "rmm_version",
     "rmm_version_number",

@@ -9,6 +9,8 @@ bytearray otherwise.
 import ctypes
 import pickle
 from ctypes import c_void_p
+from functools import partial as _partial
+from operator import attrgetter as _attrgetter
 from operator import index as _index
 
 from . import _bindings as _b
@@ -98,16 +100,29 @@ def _device_array(obj):
     return int(cai["data"][0] or 0), n
 
 
+# What a buffer that holds no memory runs when it goes: a C callable that
+# does nothing (see DeviceBuffer.__del__).
+_NOTHING = int
+
+
 class DeviceBuffer:
     """``size`` bytes of device memory from ``mr`` (default: the current device resource).
 
     ``DeviceBuffer(*, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None)``: with
     ``ptr`` (host or device memory) the new buffer is a copy of the ``size``
-    bytes there. The buffer keeps its resource and stream alive and frees its
+    bytes there. ``ptr`` must point at ``size`` readable bytes: on a GPU a
+    foreign pointer that is not valid memory is undefined behaviour, as in
+    CUDA (the process may crash); the simulated device reports it as an
+    error. The buffer keeps its resource and stream alive and frees its
     memory on that stream when it goes. ``size == 0`` allocates nothing.
+
+    An interrupt (KeyboardInterrupt) never loses a block: an interrupt that
+    arrives as the allocation returns leaves the block with the buffer
+    (rmm_last_direct_allocation), and the free runs without Python code
+    that an interrupt could stop (see __del__).
     """
 
-    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")
+    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "_release", "__weakref__")
 
     # The allocation path, bound here (not looked up as module globals, so
     # that __del__ works even late in interpreter shutdown): one C call to
@@ -120,6 +135,7 @@ class DeviceBuffer:
     _current = _mr._current_by_token
 
     def __init__(self, *, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None):
+        self._release = _NOTHING
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
         if size.__class__ is not int or size < 0 or size > _SIZE_MAX:
@@ -136,28 +152,26 @@ class DeviceBuffer:
         self._mr = mr
         self._stream = stream
         self._size = self._capacity = size
+        self._ptr = 0
         if not size:
-            self._ptr = 0
             return
-        p = self._alloc(mr._handle, stream._handle, size)
+        p = _take(self, mr._handle, stream._handle, size)
         if p is None:
             _allocation_failed(self, size)
-        self._ptr = p
         if ptr:
             _lib.rmm_memcpy(p, ptr, size, stream._handle)
             if stream.is_default():
                 _lib.rmm_stream_synchronize(stream._handle)
 
-    def __del__(self):
-        # Frees exactly once: _ptr is cleared before the call (and never set
-        # when __init__ failed before allocating).
-        try:
-            p = self._ptr
-        except AttributeError:  # __init__ did not get far
-            return
-        if p:
-            self._ptr = 0
-            self._free(self._mr._handle, self._stream._handle, p, self._capacity)
+    # The finalizer runs no Python code, so that no interrupt can stop it
+    # between the buffer's death and the free (a Python __del__ checks for
+    # pending signals as it starts: a KeyboardInterrupt there skipped the
+    # free and lost the block). Looking __del__ up calls the property's
+    # getter, a C function, with the buffer; what it returns is called with
+    # no arguments: _release, the free bound to the block
+    # (functools.partial of rmm_deallocate_direct, C all the way), or
+    # _NOTHING.
+    __del__ = property(_attrgetter("_release"))
 
     # -- properties
 
@@ -289,19 +303,29 @@ class DeviceBuffer:
         new_capacity = as_size_t(new_capacity, "new_capacity")
         if new_capacity <= self._capacity:
             return
-        p = self._alloc(self._mr._handle, s._handle, new_capacity)
-        if p is None:
-            _allocation_failed(None, new_capacity, "DeviceBuffer.reserve")
+        # The new block belongs to a buffer of its own until the two swap,
+        # so that an interrupt anywhere loses neither block.
+        new = _new_buffer(DeviceBuffer)
+        new._release = _NOTHING
+        new._mr, new._stream, new._ptr = self._mr, s, 0
+        new._size = new._capacity = new_capacity
+        if _take(new, self._mr._handle, s._handle, new_capacity) is None:
+            _allocation_failed(new, new_capacity, "DeviceBuffer.reserve")
         if self._size:
-            _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
-        old, old_cap, old_stream = self._ptr, self._capacity, self._stream
-        self._ptr, self._capacity, self._stream = p, new_capacity, s
-        if old:
-            # Freed in stream order on the copy's stream, after the copy.
-            st = self._free(self._mr._handle, s._handle, old, old_cap)
-            if st:
-                _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
-        del old_stream
+            _lib.rmm_memcpy(new._ptr, self._ptr, self._size, s._handle)
+        # The old block is freed in stream order on the copy's stream, after
+        # the copy.
+        old_free = _partial(self._free, self._mr._handle, s._handle, self._ptr, self._capacity) if self._ptr else _NOTHING
+        # The swap: loads and stores only (no call, where an interrupt
+        # could land).
+        self._ptr, self._capacity, self._stream, self._release, new._ptr, new._release = (
+            new._ptr, new._capacity, new._stream, new._release, self._ptr, old_free)
+        free = new._release
+        new._release = _NOTHING
+        st = free()
+        del new
+        if st:
+            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
 
     def resize(self, new_size, stream=DEFAULT_STREAM):
         """Change the size; shrinking keeps the allocation, growing reallocates and copies."""
@@ -345,6 +369,32 @@ def _allocation_failed(buf, size, what="DeviceBuffer"):
 _new_buffer = object.__new__
 
 
+def _take(buf, h, sh, size):
+    """Allocate size bytes from resource handle h on stream handle sh for buf
+    (whose _ptr is 0 and _release _NOTHING); the pointer, or None.
+
+    The block becomes buf's with the free bound to it. An interrupt
+    (KeyboardInterrupt) can arrive as the library's call returns, before
+    its result is stored: the block is then taken from
+    rmm_last_direct_allocation, the thread's record of that call, and stays
+    buf's (freed when buf goes). In CPython nothing between reading the
+    arguments and entering the C function checks for interrupts, so an
+    exception here comes after the call.
+    """
+    try:
+        p = _alloc(h, sh, size)
+        if p is not None:
+            buf._release = _partial(_free, h, sh, p, size)
+            buf._ptr = p
+        return p
+    except BaseException:
+        q = _last_direct()
+        if q and not buf._ptr:
+            buf._release = _partial(_free, h, sh, q, size)
+            buf._ptr = q
+        raise
+
+
 def _buffer(size, stream, mr=None):
     """DeviceBuffer(size=size, stream=stream, mr=mr) for the package's allocators.
 
@@ -354,6 +404,7 @@ def _buffer(size, stream, mr=None):
     cost), for the CuPy allocator's per-allocation path.
     """
     buf = _new_buffer(DeviceBuffer)
+    buf._release = _NOTHING
     if mr is None:
         tok = _token()
         mr = _current.get(tok)
@@ -362,17 +413,17 @@ def _buffer(size, stream, mr=None):
     buf._mr = mr
     buf._stream = stream
     buf._size = buf._capacity = size
+    buf._ptr = 0
     if not size:
-        buf._ptr = 0
         return buf
-    p = _alloc(mr._handle, stream._handle, size)
-    if p is None:
+    if _take(buf, mr._handle, stream._handle, size) is None:
         _allocation_failed(buf, size)
-    buf._ptr = p
     return buf
 
 
 _alloc = DeviceBuffer._alloc
+_free = DeviceBuffer._free
+_last_direct = _lib.rmm_last_direct_allocation
 _token = DeviceBuffer._token
 _current = DeviceBuffer._current
 
