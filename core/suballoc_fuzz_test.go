@@ -343,27 +343,40 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, build func(cuda *
 			st := m.streams[int(next())%len(m.streams)]
 			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) again", b.p, b.n), func() error { return r.Deallocate(st, b.p, b.n, DefaultAlignment) })
 			check(step, "double free")
-		case 9: // a wrong size is refused
+		case 9: // a wrong size is refused (0 too: no allocation of 0 bytes has a pointer)
 			if len(live) == 0 {
 				continue
 			}
 			b := live[int(next())%len(live)]
-			bytes := s.wrongSize(b.n, next())
-			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes", b.p, b.n, bytes), func() error { return r.Deallocate(b.s, b.p, bytes, DefaultAlignment) })
+			x := next()
+			bytes := s.wrongSize(b.n, x)
+			if x%7 == 3 {
+				bytes = 0
+			}
+			if op&fSync != 0 {
+				mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes (sync)", b.p, b.n, bytes), func() error { return r.DeallocateSync(b.p, bytes, DefaultAlignment) })
+			} else {
+				mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes", b.p, b.n, bytes), func() error { return r.Deallocate(b.s, b.p, bytes, DefaultAlignment) })
+			}
 			check(step, "wrong size")
-		case 10: // an interior pointer is refused
+		case 10: // an interior pointer is refused: a multiple of 256 into the block (even byte), or any offset (odd byte; 1..255 too)
 			if len(live) == 0 {
 				continue
 			}
 			b := live[int(next())%len(live)]
-			if b.n <= DefaultAlignment {
+			if b.n <= 1 {
 				continue
 			}
-			k := 1 + uintptr(next())%((b.n-1)/DefaultAlignment)
-			mustRefuse(step, fmt.Sprintf("freeing %#x inside [%#x,+%d)", b.p+k*DefaultAlignment, b.p, b.n),
-				func() error {
-					return r.Deallocate(b.s, b.p+k*DefaultAlignment, b.n-k*DefaultAlignment, DefaultAlignment)
-				})
+			x := uintptr(next())
+			var off uintptr
+			if x&1 == 0 && b.n > DefaultAlignment {
+				off = DefaultAlignment * (1 + x%((b.n-1)/DefaultAlignment))
+			} else {
+				off = 1 + (x*73+x>>1)%(b.n-1)
+			}
+			size := [...]uintptr{b.n - off, b.n}[x>>7]
+			mustRefuse(step, fmt.Sprintf("freeing %#x (%d bytes) inside [%#x,+%d)", b.p+off, size, b.p, b.n),
+				func() error { return r.Deallocate(b.s, b.p+off, size, DefaultAlignment) })
 			check(step, "interior free")
 		case 11: // memory from elsewhere is refused
 			n := fuzzSizes[int(next())%8]
