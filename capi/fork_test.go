@@ -19,6 +19,9 @@ func TestEveryEntryPointIsGated(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fork, err := os.ReadFile("fork.c")
+	if os.IsNotExist(err) {
+		t.Skip("needs the sources (a test binary run elsewhere, as in the GPU bundle)")
+	}
 	require.NoError(t, err)
 	exp := regexp.MustCompile(`(?m)^//export (rmm[a-z_]*)$`)
 	n := 0

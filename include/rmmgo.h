@@ -135,6 +135,9 @@ rmm_status rmm_mem_get_info(size_t* free_bytes, size_t* total_bytes);
 /* Streams and copies, enough to use memory without the CUDA headers (and on
  * the simulated device, where no CUDA exists). Copies and fills are
  * stream-ordered on `stream`; the copy kind is inferred from the pointers.
+ * Pointers the library did not hand out must be valid memory, as in CUDA
+ * (which may crash on a foreign pointer that is not); the simulated device
+ * answers host ranges the process has not mapped with RMM_ERROR_CUDA.
  *
  * Streams: the library knows the streams rmm_stream_create* made. After
  * rmm_stream_destroy, every call that names such a stream fails with
@@ -346,12 +349,21 @@ rmm_status rmm_resource_release(rmm_resource_t mr);
 rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment,
                         void** ptr);
 /* Give back memory in stream order; bytes and alignment as allocated.
- * ptr == NULL is a no-op. Deallocating memory the resource did not hand out,
- * or twice, is answered with RMM_ERROR_INVALID_POINTER where the resource
- * can know (base resources and sub-allocators can), and a size other than
- * was allocated with RMM_ERROR_INVALID_ARGUMENT where it can (base resources,
- * pool and arena; fixed_size and binning bins accept any size up to the
- * block, as RMM does); nothing is freed then. */
+ * ptr == NULL is a no-op; with bytes == 0 it is the free of a zero-byte
+ * allocation, which a statistics adaptor uncounts (as RMM's does).
+ * Deallocating memory the resource did not hand out, or twice, is answered
+ * with RMM_ERROR_INVALID_POINTER where the resource can know (base resources
+ * and sub-allocators can: a pointer inside a block at any offset, and a
+ * chunk a sub-allocator holds, freed through its upstream, are refused), and
+ * a size other than was allocated with RMM_ERROR_INVALID_ARGUMENT where it
+ * can (base resources, pool and arena; fixed_size and binning bins accept
+ * any nonzero size up to the block, as RMM does). A pointer with bytes == 0
+ * is refused on every kind (RMM_ERROR_INVALID_ARGUMENT), and an alignment
+ * that is not a power of two (RMM_ERROR_BAD_ALIGNMENT); nothing is freed
+ * then. What no library can check: memory of an adaptor's upstream freed
+ * through the adaptor within what the adaptor has outstanding (a
+ * statistics or limiting adaptor counts, it does not know pointers), and
+ * CUDA handles (streams, memory pools) it did not make. */
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
                           size_t alignment);
 /* The same without a stream: memory is ready for any use on return. */
