@@ -34,6 +34,10 @@ type Heap struct {
 	// blocks back; called before the heap grows (see SetReclaim).
 	reclaim func(need uintptr) bool
 	futile  func() // an allocation failed after reclaim gave memory back
+	// trim gives chunks taken out of the heap back to the upstream (see
+	// SetTrim); nil: the heap keeps its chunks until its owner releases
+	// them.
+	trim func([]Span) error
 
 	magBudget atomic.Uintptr // the magazines' budget (magazine.go)
 	magAvail  atomic.Int64   // the part of it no magazine reserved
@@ -85,6 +89,14 @@ func (h *Heap) Init(kind string, r cudart.Runtime, grow GrowFunc, magazines bool
 func (h *Heap) SetReclaim(reclaim func(need uintptr) bool, futile func()) {
 	h.reclaim, h.futile = reclaim, futile
 }
+
+// SetTrim makes the heap give its wholly free chunks back, through trim,
+// before it grows for a request that its free memory could hold but no
+// free block fits (fragmentation between chunks, which never merge): the
+// heap then holds the new chunk instead of the new chunk and the free ones
+// beside it. trim synchronizes the device and returns the spans to the
+// upstream (see ReleaseChunks). Set it before the heap is used.
+func (h *Heap) SetTrim(trim func([]Span) error) { h.trim = trim }
 
 // AddChunk adds the chunk [base, base+size), which the caller got from its
 // upstream in order on the legacy default stream, as free memory of that
