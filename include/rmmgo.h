@@ -494,17 +494,16 @@ rmm_status rmm_tracking_report(rmm_resource_t mr, char* buf, size_t buf_size, si
  * bytes into message (it may leave it empty). Zero-byte requests and NULL
  * frees never reach them. A pointer that is not aligned as asked is given
  * back and reported as RMM_ERROR_BAD_ALLOC. */
-typedef rmm_status
-    (*rmm_external_allocate_fn)(void* self, size_t bytes, size_t alignment, rmm_stream_t stream,
+/* rmm_status, spelled so that tools listing the header's functions do not
+ * take the function-pointer types for functions. */
+typedef rmm_status rmmgo_status_t;
+typedef rmmgo_status_t (*rmm_external_allocate_fn)(void* self, size_t bytes, size_t alignment, rmm_stream_t stream,
                                                void** ptr, char* message, size_t message_size);
-typedef rmm_status
-    (*rmm_external_deallocate_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
+typedef rmmgo_status_t (*rmm_external_deallocate_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
                                                  rmm_stream_t stream, char* message, size_t message_size);
-typedef rmm_status
-    (*rmm_external_allocate_sync_fn)(void* self, size_t bytes, size_t alignment, void** ptr,
+typedef rmmgo_status_t (*rmm_external_allocate_sync_fn)(void* self, size_t bytes, size_t alignment, void** ptr,
                                                     char* message, size_t message_size);
-typedef rmm_status
-    (*rmm_external_deallocate_sync_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
+typedef rmmgo_status_t (*rmm_external_deallocate_sync_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
                                                       char* message, size_t message_size);
 
 typedef struct rmm_external_resource {
