@@ -190,7 +190,9 @@ typedef enum rmm_resource_kind {
   RMM_RESOURCE_PREFETCH = 45,
   RMM_RESOURCE_STATISTICS = 46,
   RMM_RESOURCE_THREAD_SAFE = 47,
-  RMM_RESOURCE_TRACKING = 48
+  RMM_RESOURCE_TRACKING = 48,
+  /* a resource whose functions are the caller's (rmm_resource_create_external) */
+  RMM_RESOURCE_EXTERNAL = 60
 } rmm_resource_kind;
 
 /* Accessibility properties. */
@@ -475,6 +477,66 @@ rmm_status rmm_tracking_outstanding_count(rmm_resource_t mr, size_t* count);
 /* A readable report of the outstanding allocations, as for
  * rmm_logging_file_name. */
 rmm_status rmm_tracking_report(rmm_resource_t mr, char* buf, size_t buf_size, size_t* needed);
+
+/* ------------------------------------------------ external resources */
+/* A resource written outside rmmgo (a C++ class satisfying CCCL's resource
+ * concept, a C allocator) registered as a handle: it can then be an upstream,
+ * a per-device resource, and is seen by C, C++, Python and Go like any other.
+ * Unlike RMM_RESOURCE_CALLBACK, the functions get the alignment, report a
+ * status and a message, decide equality, and are told when the last
+ * reference goes.
+ *
+ * The functions may be called from any thread, concurrently, and must not
+ * throw or longjmp. allocate and allocate_sync write the memory to *ptr and
+ * return RMM_SUCCESS, or return a failure status (RMM_ERROR_OUT_OF_MEMORY
+ * when there was no room, RMM_ERROR_BAD_ALLOC otherwise, or any other
+ * status) after writing a NUL-terminated message of at most message_size
+ * bytes into message (it may leave it empty). Zero-byte requests and NULL
+ * frees never reach them. A pointer that is not aligned as asked is given
+ * back and reported as RMM_ERROR_BAD_ALLOC. */
+/* rmm_status, spelled so that tools listing the header's functions do not
+ * take the function-pointer types for functions. */
+typedef rmm_status rmmgo_status_t;
+typedef rmmgo_status_t (*rmm_external_allocate_fn)(void* self, size_t bytes, size_t alignment, rmm_stream_t stream,
+                                               void** ptr, char* message, size_t message_size);
+typedef rmmgo_status_t (*rmm_external_deallocate_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
+                                                 rmm_stream_t stream, char* message, size_t message_size);
+typedef rmmgo_status_t (*rmm_external_allocate_sync_fn)(void* self, size_t bytes, size_t alignment, void** ptr,
+                                                    char* message, size_t message_size);
+typedef rmmgo_status_t (*rmm_external_deallocate_sync_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
+                                                      char* message, size_t message_size);
+
+typedef struct rmm_external_resource {
+  size_t struct_size;  /* sizeof(rmm_external_resource) (checked)              */
+  void* self;          /* passed to every function                            */
+  rmm_external_allocate_fn allocate;         /* required                       */
+  rmm_external_deallocate_fn deallocate;     /* required                       */
+  /* NULL: allocate on the default stream, then synchronize it (and
+   * deallocate on the default stream). */
+  rmm_external_allocate_sync_fn allocate_sync;
+  rmm_external_deallocate_sync_fn deallocate_sync;
+  /* Whether memory of one can be given back to the other, asked only of two
+   * external resources with the same is_equal function (their selves may
+   * be equal); NULL: equal only when self is the same pointer. */
+  int (*is_equal)(void* self, void* other_self);
+  /* Called once, when the last reference to the handle goes (NULL: none). */
+  void (*release)(void* self);
+  /* rmm_property bits: RMM_PROPERTY_DEVICE_ACCESSIBLE and/or
+   * RMM_PROPERTY_HOST_ACCESSIBLE. */
+  unsigned int properties;
+  /* The device the memory belongs to (it may then be that device's
+   * resource only), or -1: any device. */
+  int device;
+} rmm_external_resource;
+
+/* Registers *ops as a new resource of kind RMM_RESOURCE_EXTERNAL; *out
+ * receives its first reference. ops is copied; self must stay valid until
+ * release is called. */
+rmm_status rmm_resource_create_external(const rmm_external_resource* ops, rmm_resource_t* out);
+/* The self and is_equal function of an external resource (either out
+ * pointer may be NULL): lets a binding recognise its own objects.
+ * RMM_ERROR_INVALID_ARGUMENT for resources of other kinds. */
+rmm_status rmm_resource_external_self(rmm_resource_t mr, void** self, void** is_equal_fn);
 
 /* -------------------------------------------------- framework allocators */
 /* Entry points shaped for other allocators' plug-in interfaces. They serve

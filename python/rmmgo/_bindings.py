@@ -318,6 +318,10 @@ FUNCTIONS = {
     "rmm_resource_name": (_status, [_handle, _P(c_char_p)]),
     "rmm_resource_device": (_status, [_handle, _P(c_int)]),
     "rmm_resource_upstream": (_status, [_handle, _P(_handle)]),
+    # External resources (rmm_resource_create_external): made from C and
+    # C++; Python sees them as DeviceMemoryResource.
+    "rmm_resource_create_external": (_status, [c_void_p, _P(_handle)]),
+    "rmm_resource_external_self": (_status, [_handle, _P(c_void_p), _P(c_void_p)]),
     # per-device resources
     "rmm_get_current_device_resource": (_status, [_P(_handle)]),
     "rmm_set_current_device_resource": (_status, [_handle, _P(_handle)]),

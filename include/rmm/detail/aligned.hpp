@@ -1,0 +1,3 @@
+/* rmm/detail/aligned.hpp -- RMM's older spellings of the alignment helpers. */
+#pragma once
+#include <rmm/aligned.hpp>
