@@ -173,8 +173,7 @@ func TestRoundTrip(t *testing.T) {
 	again := filepath.Join(dir, "replayed.csv")
 
 	for _, tc := range []struct{ r, mode string }{
-		{"pool", modeThreads}, {"cuda", modeThreads}, {"cuda_async", modeThreads}, {"expandable", modeThreads},
-		{"pool", modeSerial}, {"expandable", modeSerial},
+		{"pool", modeThreads}, {"cuda", modeThreads}, {"cuda_async", modeThreads}, {"expandable", modeSerial},
 	} {
 		r, serial := tc.r, tc.mode == modeSerial
 		t.Run(r+"/"+tc.mode, func(t *testing.T) {
