@@ -114,6 +114,19 @@ func (t *binTable) find(bytes uintptr) *bin {
 	return nil
 }
 
+// binChunk is the most bytes a bin the Binning makes takes from the
+// upstream at once: 128 blocks (RMM's number) up to 256 KiB blocks, fewer
+// above. RMM's 128 blocks of 4 MiB take 512 MiB for the first 4 MiB
+// request; replaying real training (bench/traces) with bins of 256 KiB to
+// 4 MiB over a pool, 32 MiB chunks took ResNet-50 from 1.23x to 1.13x its
+// peak live bytes and a CuPy pipeline from 1.66x to 1.29x.
+const binChunk = 32 << 20
+
+// binBlocks is the number of blocks a bin of size bytes fetches at once.
+func binBlocks(size uintptr) int {
+	return int(max(1, min(defaultBlocksToPrealloc, binChunk/size)))
+}
+
 // maxBinExponent bounds the exponents NewBinning accepts: a bin of 2^57
 // bytes is already larger than any allocation.
 const maxBinExponent = 57
@@ -121,7 +134,8 @@ const maxBinExponent = 57
 // NewBinning returns a binning resource over upstream with fixed-size bins
 // of 2^minExp, 2^(minExp+1), ..., 2^maxExp bytes (sizes below 256 become
 // one bin of 256 bytes). minExp = maxExp = -1 makes no bins (add them with
-// AddBin). Each bin preallocates 128 blocks from the upstream, as RMM's do.
+// AddBin). Each bin fetches 128 blocks from the upstream at a time, as
+// RMM's do, or 32 MiB of them for bins over 256 KiB (binChunk).
 func NewBinning(upstream Resource, minExp, maxExp int) (*Binning, error) {
 	r, err := rt()
 	if err != nil {
@@ -196,7 +210,7 @@ func (b *Binning) AddBin(size uintptr, r Resource) error {
 	}
 	nb := bin{size: size, r: r}
 	if r == nil {
-		f, err := newFixedSize(b.rt, b.upstream, FixedSizeOptions{BlockSize: size})
+		f, err := newFixedSize(b.rt, b.upstream, FixedSizeOptions{BlockSize: size, BlocksToPreallocate: binBlocks(size)})
 		if err != nil {
 			return fmt.Errorf("%s: making a bin of %d bytes: %w", kindBinning, size, err)
 		}

@@ -28,3 +28,28 @@ test-bench: $(BENCH_C)
 	echo "test-bench: random_allocations ran every resource, and the fragmentation workload"
 
 test: test-bench
+
+# The real-workload logs of bench/traces (GPT-2 and ResNet-50 training, a
+# CuPy pipeline) replayed against every sub-allocator (`-r traces`: see
+# cmd/rmmgo-replay/resources.go) on the simulated device with an H100's
+# 80 GiB, serially (the same figures every run): one table of peak reserved
+# over peak live, failures and time per op; one JSON line per replay in
+# $(BUILD)/bench-traces.jsonl. A few seconds. On a GPU: gpu-bundle/bench.sh
+# OUT traces, or BENCH_TRACES_BACKEND=cuda make bench-traces.
+REPLAY               := $(BUILD)/rmmgo-replay
+BENCH_TRACES_BACKEND ?= simulated
+BENCH_TRACES_ARGS    ?=
+TRACES               := $(wildcard bench/traces/*.csv.gz)
+comma                := ,
+empty                :=
+space                := $(empty) $(empty)
+
+.PHONY: bench-traces $(REPLAY)
+
+$(REPLAY): | setup
+	@mkdir -p $(BUILD)
+	$(GO) build $(GOFLAGS) -o $@ ./cmd/rmmgo-replay
+
+bench-traces: $(REPLAY)
+	RMMGO_BACKEND=$(BENCH_TRACES_BACKEND) RMMGO_SIM_MEMORY=$${RMMGO_SIM_MEMORY:-80GiB} \
+	  ./$(REPLAY) -f $(subst $(space),$(comma),$(TRACES)) -r traces -json $(BUILD)/bench-traces.jsonl $(BENCH_TRACES_ARGS)
