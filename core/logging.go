@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,13 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 		}
 		if name == "" {
 			return nil, fmt.Errorf("%s: %w: no log file name given and %s is not set", kindLogging, ErrInvalidArgument, EnvLogFile)
+		}
+		// As RMM's logger (its file sink makes the parent directories), a
+		// log file may name folders that do not exist yet.
+		if dir := filepath.Dir(name); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("%s: %w: cannot create the log file's folder: %w", kindLogging, ErrInvalidArgument, err)
+			}
 		}
 		f, err := os.Create(name)
 		if err != nil {

@@ -238,6 +238,15 @@ def test_logging_adaptor_file_name_and_contents(tmp_path):
     assert text[1].split(",")[4] == "777"
 
 
+def test_logging_adaptor_makes_the_folders_of_its_file(tmp_path):
+    # RMM's logger makes them (its file sink creates the parent directories).
+    log = mr.LoggingResourceAdaptor(mr.CudaMemoryResource(), log_file_name=str(tmp_path / "a" / "b" / "log.csv"))
+    log.deallocate(log.allocate(10), 10)
+    log.flush()
+    with open(tmp_path / "a" / "b" / "log.dev0.csv") as f:
+        assert len(f.read().splitlines()) == 3
+
+
 def test_logging_adaptor_needs_a_file_name(monkeypatch, tmp_path):
     monkeypatch.delenv("RMM_LOG_FILE", raising=False)
     with pytest.raises(ValueError):
