@@ -24,7 +24,8 @@ const EnvLogFile = "RMM_LOG_FILE"
 
 // LoggingOptions configures NewLogging.
 type LoggingOptions struct {
-	// FileName is the CSV file to write; it is created or truncated. When
+	// FileName is the CSV file to write; it is created or truncated, and
+	// the folders it names are made if they do not exist (as RMM). When
 	// both FileName and Writer are empty, the RMM_LOG_FILE environment
 	// variable names the file.
 	FileName string
