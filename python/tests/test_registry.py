@@ -238,6 +238,32 @@ def test_kept_current_resource_follows_the_device():
     assert mr.get_current_device_resource() is zero
 
 
+def test_a_resource_of_another_device_is_refused():
+    # RMM leaves it undefined (per_device_resource.hpp: the resource must
+    # have been made with that device current); rmmgo refuses it, as
+    # docs/rmm-compatibility.md says. Resources of no device are accepted.
+    if device_count() < 2:
+        pytest.skip("needs two devices")
+    lib.rmm_set_device(1)
+    try:
+        one = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
+    finally:
+        lib.rmm_set_device(0)
+    before = mr.get_per_device_resource(0)
+    for set_it in (lambda: mr.set_per_device_resource(0, one), lambda: mr.set_current_device_resource(one)):
+        with pytest.raises(RuntimeError) as info:
+            set_it()
+        assert info.value.status == b.Status.ERROR_WRONG_DEVICE
+        assert "belongs to device 1" in str(info.value)
+        assert mr.get_per_device_resource(0) is before
+    pinned = mr.PinnedHostMemoryResource()
+    mr.set_per_device_resource(1, pinned)
+    try:
+        assert mr.get_per_device_resource(1) is pinned
+    finally:
+        mr.reset_per_device_resource(1)
+
+
 def test_kept_current_resource_is_let_go():
     import weakref
 
