@@ -15,7 +15,7 @@ import pytest
 import rmmgo as rmm
 from rmmgo import mr
 from rmmgo.pylibrmm.device_buffer import copy_device_to_ptr, copy_host_to_ptr, copy_ptr_to_host
-from conftest import ON_GPU, run_python, simulated_only
+from conftest import run_python, simulated_only
 
 STREAM_NONE = "stream argument cannot be None"
 
