@@ -16,7 +16,23 @@
 # The per-device tests need two devices; the simulated device has two
 # unless told otherwise.
 RMMGO_SIM_DEVICES ?= 2
+comma := ,
 export RMMGO_SIM_DEVICES
+
+# The tests that need two devices (Go, C, C++, Python) skip on a machine of
+# one, but fail where RMMGO_TEST_MIN_DEVICES says the machine has two: the
+# simulated device's count, or the GPUs CUDA_VISIBLE_DEVICES names (else
+# nvidia-smi lists). So the per-device tests cannot go unrun unnoticed.
+ifeq ($(origin RMMGO_TEST_MIN_DEVICES), undefined)
+  ifeq ($(RMMGO_BACKEND),simulated)
+    RMMGO_TEST_MIN_DEVICES := $(RMMGO_SIM_DEVICES)
+  else ifneq ($(CUDA_VISIBLE_DEVICES),)
+    RMMGO_TEST_MIN_DEVICES := $(words $(subst $(comma), ,$(CUDA_VISIBLE_DEVICES)))
+  else
+    RMMGO_TEST_MIN_DEVICES := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  endif
+endif
+export RMMGO_TEST_MIN_DEVICES
 
 C_BUILD      := $(BUILD)/c
 C_EXAMPLES   := $(patsubst examples/c/%.c,$(C_BUILD)/example_%,$(wildcard examples/c/*.c))

@@ -14,7 +14,7 @@ import pytest
 import rmmgo as rmm
 from rmmgo import _bindings as b
 from rmmgo import mr
-from conftest import device_count
+from conftest import require_devices
 
 lib = b.lib
 Kind = b.ResourceKind
@@ -104,8 +104,7 @@ def test_c_replacing_the_resource_is_seen():
 
 
 def test_per_device_resources_are_shared():
-    if device_count() < 2:
-        pytest.skip("needs two devices")
+    require_devices(2)
     lib.rmm_set_device(1)
     try:
         res = mr.CudaMemoryResource()
@@ -219,8 +218,7 @@ def test_kept_current_resource_follows_c_at_once():
 
 
 def test_kept_current_resource_follows_the_device():
-    if device_count() < 2:
-        pytest.skip("needs two devices")
+    require_devices(2)
     zero = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
     mr.set_per_device_resource(0, zero)
     lib.rmm_set_device(1)
@@ -242,8 +240,7 @@ def test_a_resource_of_another_device_is_refused():
     # RMM leaves it undefined (per_device_resource.hpp: the resource must
     # have been made with that device current); rmmgo refuses it, as
     # docs/rmm-compatibility.md says. Resources of no device are accepted.
-    if device_count() < 2:
-        pytest.skip("needs two devices")
+    require_devices(2)
     lib.rmm_set_device(1)
     try:
         one = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
