@@ -198,7 +198,8 @@ typedef struct rmmgo_tc_call {
 RMMGO_INTERNAL size_t rmmgo_tc_class_max(void);
 
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
- * environment turns it off; read once. */
+ * environment turns it off; read once. Another value than those and 1, on,
+ * true, yes leaves it on with a warning on stderr. */
 RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
 /* The registry's mirror: publish makes handle servable from C with its

@@ -124,15 +124,26 @@ size_t rmmgo_tc_class_max(void) { return TC_CLASS_MAX; }
 
 static atomic_int tc_state = -1; /* -1 not read yet, 0 off, 1 on */
 
+/* RMMGO_THREAD_CACHE: 0, off, false, no turn the cache off; unset, empty,
+ * 1, on, true, yes leave it on. Any other value leaves it on and says so on
+ * stderr, once (the thread that stores the state writes it). */
 int rmmgo_tc_enabled(void) {
   int s = atomic_load_explicit(&tc_state, memory_order_acquire);
   if (s < 0) {
     const char* v = getenv("RMMGO_THREAD_CACHE");
-    s = !(v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
-                        strcasecmp(v, "no") == 0));
+    int off = v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
+                            strcasecmp(v, "no") == 0);
+    int on = v == NULL || v[0] == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "true") == 0 ||
+             strcasecmp(v, "yes") == 0;
+    s = !off;
     int expected = -1;
     if (!atomic_compare_exchange_strong(&tc_state, &expected, s)) {
       s = expected;
+    } else if (!off && !on) {
+      fprintf(stderr,
+              "rmmgo: RMMGO_THREAD_CACHE=\"%s\" is neither 0, off, false, no (cache off) nor 1, on, true, yes "
+              "(cache on): the per-thread cache stays on\n",
+              v);
     }
   }
   return s;

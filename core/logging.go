@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,8 @@ const EnvLogFile = "RMM_LOG_FILE"
 
 // LoggingOptions configures NewLogging.
 type LoggingOptions struct {
-	// FileName is the CSV file to write; it is created or truncated. When
+	// FileName is the CSV file to write; it is created or truncated, and
+	// the folders it names are made if they do not exist (as RMM). When
 	// both FileName and Writer are empty, the RMM_LOG_FILE environment
 	// variable names the file.
 	FileName string
@@ -116,6 +118,13 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 		}
 		if name == "" {
 			return nil, fmt.Errorf("%s: %w: no log file name given and %s is not set", kindLogging, ErrInvalidArgument, EnvLogFile)
+		}
+		// As RMM's logger (its file sink makes the parent directories), a
+		// log file may name folders that do not exist yet.
+		if dir := filepath.Dir(name); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("%s: %w: cannot create the log file's folder: %w", kindLogging, ErrInvalidArgument, err)
+			}
 		}
 		f, err := os.Create(name)
 		if err != nil {

@@ -291,8 +291,9 @@ typedef struct rmm_resource_options {
   /* limiting: the most bytes outstanding at once; must be set, and not 0. */
   size_t allocation_limit;
 
-  /* logging: the CSV file to write (NULL: the RMM_LOG_FILE environment
-   * variable); auto_flush nonzero flushes after every row. */
+  /* logging: the CSV file to write, made with its folders (NULL: the
+   * RMM_LOG_FILE environment variable); auto_flush nonzero flushes after
+   * every row. */
   const char* log_file;
   int auto_flush;
 

@@ -25,6 +25,9 @@ test-bench: $(BENCH_C)
 	  echo "test-bench: want 28 random-allocations rows, 3 fragmentation rows and no failure, got $$rows and $$frag"; exit 1; fi; \
 	grep -q '^| expandable | .* | 32 of 32 | 0 |' $(BUILD)/test-bench.md || \
 	  { echo "test-bench: expandable did not serve every big request of the fragmentation workload"; exit 1; }; \
+	if [ "$(RMMGO_BACKEND)" = simulated ] && { ! grep -q '^- CUDA: none, simulated device' $(BUILD)/test-bench.md || \
+	     grep -q '^- CUDA runtime' $(BUILD)/test-bench.md; }; then \
+	  echo "test-bench: on the simulated device the header must say so, not name a CUDA runtime"; exit 1; fi; \
 	echo "test-bench: random_allocations ran every resource, and the fragmentation workload"
 
 test: test-bench

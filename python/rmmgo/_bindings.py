@@ -28,6 +28,7 @@ callbacks) can take the GIL from any thread.
 
 import ctypes
 import enum
+import re
 import threading
 from ctypes import (
     CFUNCTYPE,
@@ -413,6 +414,37 @@ def take_callback_error():
     return exc
 
 
+# The library's messages are written for C callers and may name the C
+# header's constants; a Python caller reads, and writes, other words.
+C_CONSTANTS_IN_PYTHON = {
+    "RMM_SIZE_DEFAULT": "None",
+    "RMM_STREAM_SYNC_DEFAULT": "CudaStreamFlags.SYNC_DEFAULT",
+    "RMM_STREAM_NON_BLOCKING": "CudaStreamFlags.NON_BLOCKING",
+}
+# Names the same in every language: environment variables.
+C_NAMES_KEPT = frozenset({"RMM_LOG_FILE"})
+_C_CONSTANT = re.compile(r"\bRMM_[A-Z0-9_]+\b")
+
+
+def python_words(msg):
+    """msg with the C constants it names in Python's spelling.
+
+    RMM_SIZE_DEFAULT ("the default" in a C options struct) is None in
+    Python; a status (RMM_ERROR_OUT_OF_MEMORY) is a Status member
+    (Status.ERROR_OUT_OF_MEMORY), as an exception's ``status`` holds it.
+    """
+
+    def word(m):
+        name = m.group(0)
+        if name in C_CONSTANTS_IN_PYTHON:
+            return C_CONSTANTS_IN_PYTHON[name]
+        if name.startswith("RMM_ERROR_") or name == "RMM_SUCCESS":
+            return "Status." + name[len("RMM_"):]
+        return name
+
+    return _C_CONSTANT.sub(word, msg)
+
+
 def raise_for_status(status, what=None, allocating=False):
     """Raise the exception for a nonzero status, with the thread's last message.
 
@@ -423,7 +455,7 @@ def raise_for_status(status, what=None, allocating=False):
     """
     if not status:
         return
-    msg = last_error_message() or status_string(status)
+    msg = python_words(last_error_message() or status_string(status))
     if what and what not in msg:
         msg = "%s: %s" % (what, msg)
     try:
