@@ -56,10 +56,18 @@ done < "$report/programs.txt" | xargs -P "$jobs" -L 1 bash -c '
   IFS=" " read -r -a flags <<< "$flags_s"; IFS=" " read -r -a link <<< "$link_s"
   name=$0; shift 0
   if [ -x "$bin/$name" ] && [ -z "${REBUILD:-}" ]; then exit 0; fi
+  : >"$report/$name.build.log"
   srcs=(); for f in "$@"; do srcs+=("$here/tests/$f"); done
   g=("$bin/libgtest_all.a"); [ "$name" = PROCESS_IS_EXITING_SHUTDOWN_TEST ] && g=()
-  "$nvcc" "${flags[@]}" "${srcs[@]}" -x none "${g[@]}" "${link[@]}" -o "$bin/$name" >"$report/$name.build.log" 2>&1
-  echo "  built? $name: $?"'
+  # Compile each source as CUDA (-x cu), then link apart: nvcc has no
+  # "-x none" to stop treating the archives that follow as sources.
+  objs=(); rc=0; i=0
+  for src in "${srcs[@]}"; do
+    o="$bin/$name.$i.o"; i=$((i + 1)); objs+=("$o")
+    "$nvcc" "${flags[@]}" -c "$src" -o "$o" >>"$report/$name.build.log" 2>&1 || { rc=$?; break; }
+  done
+  [ $rc -eq 0 ] && { "$nvcc" "${objs[@]}" "${g[@]}" "${link[@]}" -o "$bin/$name" >>"$report/$name.build.log" 2>&1 || rc=$?; }
+  echo "  built? $name: $rc"'
 
 [ -n "${BUILD_ONLY:-}" ] && { ls "$bin" | grep -c TEST | sed 's/$/ test programs built/'; exit 0; }
 pass=0; fail=0; notbuilt=0; skipped=0
