@@ -276,15 +276,25 @@ func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 		return 0, errClosed(kindBinning)
 	}
 	bn := b.bins.Load().find(bytes)
-	if bn == nil {
-		return b.upstream.Allocate(stream, bytes, alignment)
-	}
-	if bn.fixed != nil {
+	var p uintptr
+	var err error
+	switch {
+	case bn == nil:
+		p, err = b.upstream.Allocate(stream, bytes, alignment)
+	case bn.fixed != nil:
 		// Checked above: bytes is at most the bin's size, hence at most a
 		// block, and the alignment is valid.
-		return bn.fixed.allocate(stream)
+		p, err = bn.fixed.allocate(stream)
+		if err != nil {
+			err = explainOOM(bn.fixed, stream, bytes, alignment, err)
+		}
+	default:
+		p, err = bn.r.Allocate(stream, bytes, alignment)
 	}
-	return bn.r.Allocate(stream, bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(b, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
@@ -318,7 +328,11 @@ func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	if b.closed.Load() {
 		return 0, errClosed(kindBinning)
 	}
-	return b.target(bytes).AllocateSync(bytes, alignment)
+	p, err := b.target(bytes).AllocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(b, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // DeallocateSync is the bin's (or the upstream's) DeallocateSync.

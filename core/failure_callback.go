@@ -56,12 +56,20 @@ func (f *FailureCallback) Equal(other Resource) bool {
 // Allocate allocates from the upstream, calling the callback and retrying
 // while the upstream runs out of memory and the callback answers true.
 func (f *FailureCallback) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return f.allocate(s, bytes, alignment, false)
+	p, err := f.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(f, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (f *FailureCallback) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return f.allocate(DefaultStream, bytes, alignment, true)
+	p, err := f.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(f, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (f *FailureCallback) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {

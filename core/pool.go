@@ -230,12 +230,15 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 		return 0, errClosed(kindPool)
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
+	var ptr uintptr
+	var err error
 	if stream == cudart.PerThreadDefaultStream {
-		return p.allocatePinned(stream, size)
+		ptr, err = p.allocatePinned(stream, size)
+	} else {
+		ptr, err = p.h.Allocate(stream, size)
 	}
-	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
-		return 0, closedOr(&p.closed, kindPool, err)
+		return 0, explainOOM(p, stream, bytes, alignment, closedOr(&p.closed, kindPool, err))
 	}
 	return ptr, nil
 }
