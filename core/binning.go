@@ -276,25 +276,39 @@ func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 		return 0, errClosed(kindBinning)
 	}
 	bn := b.bins.Load().find(bytes)
-	var p uintptr
-	var err error
-	switch {
-	case bn == nil:
-		p, err = b.upstream.Allocate(stream, bytes, alignment)
-	case bn.fixed != nil:
+	if bn == nil {
+		p, err := b.upstream.Allocate(stream, bytes, alignment)
+		if err != nil {
+			return 0, b.failed(nil, stream, bytes, alignment, err)
+		}
+		return p, nil
+	}
+	if bn.fixed != nil {
 		// Checked above: bytes is at most the bin's size, hence at most a
 		// block, and the alignment is valid.
-		p, err = bn.fixed.allocate(stream)
+		p, err := bn.fixed.allocate(stream)
 		if err != nil {
-			err = explainOOM(bn.fixed, stream, bytes, alignment, err)
+			return 0, b.failed(bn.fixed, stream, bytes, alignment, err)
 		}
-	default:
-		p, err = bn.r.Allocate(stream, bytes, alignment)
+		return p, nil
 	}
+	p, err := bn.r.Allocate(stream, bytes, alignment)
 	if err != nil {
-		return 0, explainOOM(b, stream, bytes, alignment, err)
+		return 0, b.failed(nil, stream, bytes, alignment, err)
 	}
 	return p, nil
+}
+
+// failed is the error of an allocation that failed with err, with its
+// out-of-memory report (oom.go): the bin's, when a fixed-size bin called
+// directly failed, then the Binning's. Out of line, off the fast path.
+//
+//go:noinline
+func (b *Binning) failed(bin *FixedSize, stream Stream, bytes, alignment uintptr, err error) error {
+	if bin != nil {
+		err = explainOOM(bin, stream, bytes, alignment, err)
+	}
+	return explainOOM(b, stream, bytes, alignment, err)
 }
 
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
