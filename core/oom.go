@@ -339,3 +339,26 @@ func streamFrees[T any](in []T, conv func(T) StreamFree) []StreamFree {
 	}
 	return out
 }
+
+// Map returns the report as plain values with snake_case keys (what the C
+// ABI's rmm_last_out_of_memory_report writes as JSON, and Python's
+// OutOfMemoryError carries as attributes).
+func (e *OutOfMemoryError) Map() map[string]any {
+	res := make([]any, len(e.Resources))
+	for i, r := range e.Resources {
+		ss := make([]any, len(r.Streams))
+		for j, s := range r.Streams {
+			ss[j] = map[string]any{"stream": uint64(s.Stream), "free": uint64(s.Free), "largest_free": uint64(s.LargestFree), "free_blocks": s.FreeBlocks}
+		}
+		res[i] = map[string]any{"kind": r.Kind, "live": uint64(r.Live), "reserved": uint64(r.Reserved), "maximum": uint64(r.Maximum),
+			"free": uint64(r.Free), "free_blocks": r.FreeBlocks, "largest_free": uint64(r.LargestFree), "streams": ss,
+			"magazine_held": uint64(r.MagazineHeld), "cache_held": uint64(r.CacheHeld), "max_request": uint64(r.MaxRequest), "note": r.Note}
+	}
+	chain := make([]any, len(e.Chain))
+	for i, c := range e.Chain {
+		chain[i] = c
+	}
+	return map[string]any{"bytes": uint64(e.Bytes), "alignment": uint64(e.Alignment), "stream": uint64(e.Stream),
+		"chain": chain, "resources": res, "device": e.Device, "device_free": e.DeviceFree, "device_total": e.DeviceTotal,
+		"reading": e.Reading, "message": e.Error()}
+}
