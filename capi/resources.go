@@ -175,6 +175,7 @@ func allocFailed(fn string, e *entry, bytes, alignment C.size_t, err error) stat
 	if err == nil {
 		err = fmt.Errorf("%w: the %s resource returned no memory and no error", errInternal, e.res.Kind())
 	}
+	noteOutOfMemory(err) // oom.go
 	return fail(fn, err, statusBadAlloc)
 }
 

@@ -170,12 +170,20 @@ func upstreamSize(bytes, eff uintptr) (uintptr, bool) {
 
 // Allocate allocates bytes on stream s, aligned as described on Aligned.
 func (a *Aligned) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return a.allocate(s, bytes, alignment, false)
+	p, err := a.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(a, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (a *Aligned) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return a.allocate(DefaultStream, bytes, alignment, true)
+	p, err := a.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(a, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (a *Aligned) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {

@@ -570,7 +570,7 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 	if size > smallLimit {
 		p, err := a.allocateLarge(stream, size)
 		if err != nil {
-			return 0, closedOr(&a.closed, kindArena, err)
+			return 0, explainOOM(a, stream, bytes, alignment, closedOr(&a.closed, kindArena, err))
 		}
 		return p, nil
 	}
@@ -591,7 +591,7 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		p, err = a.allocateSlow(stream, sl, l, u)
 		if err != streamorder.ErrRetry {
 			if err != nil {
-				return 0, closedOr(&a.closed, kindArena, err)
+				return 0, explainOOM(a, stream, bytes, alignment, closedOr(&a.closed, kindArena, err))
 			}
 			return p, nil
 		}

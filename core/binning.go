@@ -291,14 +291,38 @@ func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 	}
 	bn := b.bins.Load().find(bytes)
 	if bn == nil {
-		return b.upstream.Allocate(stream, bytes, alignment)
+		p, err := b.upstream.Allocate(stream, bytes, alignment)
+		if err != nil {
+			return 0, b.failed(nil, stream, bytes, alignment, err)
+		}
+		return p, nil
 	}
 	if bn.fixed != nil {
 		// Checked above: bytes is at most the bin's size, hence at most a
 		// block, and the alignment is valid.
-		return bn.fixed.allocate(stream)
+		p, err := bn.fixed.allocate(stream)
+		if err != nil {
+			return 0, b.failed(bn.fixed, stream, bytes, alignment, err)
+		}
+		return p, nil
 	}
-	return bn.r.Allocate(stream, bytes, alignment)
+	p, err := bn.r.Allocate(stream, bytes, alignment)
+	if err != nil {
+		return 0, b.failed(nil, stream, bytes, alignment, err)
+	}
+	return p, nil
+}
+
+// failed is the error of an allocation that failed with err, with its
+// out-of-memory report (oom.go): the bin's, when a fixed-size bin called
+// directly failed, then the Binning's. Out of line, off the fast path.
+//
+//go:noinline
+func (b *Binning) failed(bin *FixedSize, stream Stream, bytes, alignment uintptr, err error) error {
+	if bin != nil {
+		err = explainOOM(bin, stream, bytes, alignment, err)
+	}
+	return explainOOM(b, stream, bytes, alignment, err)
 }
 
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
@@ -332,7 +356,11 @@ func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	if b.closed.Load() {
 		return 0, errClosed(kindBinning)
 	}
-	return b.target(bytes).AllocateSync(bytes, alignment)
+	p, err := b.target(bytes).AllocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(b, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // DeallocateSync is the bin's (or the upstream's) DeallocateSync.

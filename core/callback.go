@@ -68,10 +68,10 @@ func (c *Callback) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error)
 	}
 	p, err := c.callAlloc(bytes, s)
 	if err != nil {
-		return 0, err
+		return 0, explainOOM(c, s, bytes, alignment, err)
 	}
 	if p == 0 {
-		return 0, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindCallback, ErrOutOfMemory, bytes)
+		return 0, explainOOM(c, s, bytes, alignment, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindCallback, ErrOutOfMemory, bytes))
 	}
 	if !addr.IsAligned(p, alignment) {
 		err := fmt.Errorf("%s: %w: the allocate function returned %#x, not aligned to %d bytes as asked (it was given back)",

@@ -50,7 +50,7 @@ func (c *Cuda) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	p, err := c.rt.Malloc(bytes)
 	if err != nil {
-		return 0, allocError(kindCuda, bytes, err)
+		return 0, explainOOM(c, stream, bytes, alignment, allocError(kindCuda, bytes, err))
 	}
 	cudaLive.add(p, bytes, 0)
 	return p, nil

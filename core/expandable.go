@@ -289,8 +289,11 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 	for attempt := 0; ; {
 		gen := e.gen.Load()
 		p, err := e.h.Allocate(stream, size)
-		if err == nil || !heap.IsNoRoom(err) {
-			return p, closedOr(&e.closed, kindExpandable, err)
+		if err == nil {
+			return p, nil
+		}
+		if !heap.IsNoRoom(err) {
+			return p, explainOOM(e, stream, bytes, alignment, closedOr(&e.closed, kindExpandable, err))
 		}
 		// Blocks the caches hold are free memory the heap cannot see: take
 		// them back before mapping more (once a call).
@@ -305,7 +308,10 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 			if err != nil && gave && errors.Is(err, ErrOutOfMemory) {
 				e.caches.futile()
 			}
-			return p, closedOr(&e.closed, kindExpandable, err)
+			if err != nil {
+				return 0, explainOOM(e, stream, bytes, alignment, closedOr(&e.closed, kindExpandable, err))
+			}
+			return p, nil
 		}
 		attempt++
 	}

@@ -112,7 +112,11 @@ func (e *External) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error)
 		return 0, err
 	}
 	p, err := e.fn.Allocate(s, bytes, alignment)
-	return e.checked(p, err, bytes, alignment, func(p uintptr) error { return e.fn.Deallocate(s, p, bytes, alignment) })
+	p, err = e.checked(p, err, bytes, alignment, func(p uintptr) error { return e.fn.Deallocate(s, p, bytes, alignment) })
+	if err != nil {
+		return 0, explainOOM(e, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync calls the allocate_sync function, or allocates on the
@@ -125,7 +129,11 @@ func (e *External) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 		return e.Allocate(DefaultStream, bytes, alignment)
 	}
 	p, err := e.fn.AllocateSync(bytes, alignment)
-	return e.checked(p, err, bytes, alignment, func(p uintptr) error { return e.DeallocateSync(p, bytes, alignment) })
+	p, err = e.checked(p, err, bytes, alignment, func(p uintptr) error { return e.DeallocateSync(p, bytes, alignment) })
+	if err != nil {
+		return 0, explainOOM(e, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (e *External) checked(p uintptr, err error, bytes, alignment uintptr, giveBack func(uintptr) error) (uintptr, error) {

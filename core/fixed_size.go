@@ -484,9 +484,13 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 		return 0, rejectRequest(kindFixedSize, bytes, alignment)
 	}
 	if bytes > f.blockSize {
-		return 0, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize)
+		return 0, explainOOM(f, stream, bytes, alignment, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize))
 	}
-	return f.allocate(stream)
+	p, err := f.allocate(stream)
+	if err != nil {
+		return 0, explainOOM(f, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // allocate is Allocate for a request already checked (not 0 bytes, at most

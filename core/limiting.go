@@ -120,12 +120,20 @@ func (l *Limiting) Equal(other Resource) bool {
 // Allocate allocates from the upstream if the limit allows; otherwise it
 // returns an error wrapping ErrOutOfMemory.
 func (l *Limiting) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(s, bytes, alignment, false)
+	p, err := l.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(l, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (l *Limiting) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(DefaultStream, bytes, alignment, true)
+	p, err := l.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(l, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (l *Limiting) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {

@@ -188,12 +188,20 @@ func sameWriter(a, b io.Writer) bool {
 
 // Allocate allocates from the upstream and logs the result.
 func (l *Logging) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(s, bytes, alignment, false)
+	p, err := l.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(l, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream; it logs stream 0.
 func (l *Logging) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(DefaultStream, bytes, alignment, true)
+	p, err := l.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(l, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (l *Logging) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {

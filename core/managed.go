@@ -43,7 +43,7 @@ func (m *Managed) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 	}
 	p, err := m.rt.MallocManaged(bytes, cudart.MemAttachGlobal)
 	if err != nil {
-		return 0, allocError(kindManaged, bytes, err)
+		return 0, explainOOM(m, stream, bytes, alignment, allocError(kindManaged, bytes, err))
 	}
 	managedLive.add(p, bytes, 0)
 	return p, nil

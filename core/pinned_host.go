@@ -44,7 +44,7 @@ func (h *PinnedHost) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 	}
 	p, err := h.rt.HostAlloc(bytes, cudart.HostAllocDefault)
 	if err != nil {
-		return 0, allocError(kindPinnedHost, bytes, err)
+		return 0, explainOOM(h, stream, bytes, alignment, allocError(kindPinnedHost, bytes, err))
 	}
 	pinnedHostLive.add(p, bytes, 0)
 	return p, nil

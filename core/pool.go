@@ -231,24 +231,33 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
 	if stream == cudart.PerThreadDefaultStream {
-		return p.allocatePinned(stream, size)
+		return p.allocatePinned(stream, bytes, alignment, size)
 	}
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
-		return 0, closedOr(&p.closed, kindPool, err)
+		return 0, p.failed(stream, bytes, alignment, err)
 	}
 	return ptr, nil
+}
+
+// failed is the error of an allocation that failed with err: ErrClosed
+// once closed, else err with its out-of-memory report (oom.go). Out of
+// line, so that Allocate stays as small as it was.
+//
+//go:noinline
+func (p *Pool) failed(stream Stream, bytes, alignment uintptr, err error) error {
+	return explainOOM(p, stream, bytes, alignment, closedOr(&p.closed, kindPool, err))
 }
 
 // allocatePinned is Allocate on the per-thread default stream, which names
 // the calling thread's stream: the goroutine stays on its thread for the
 // call. (A function of its own, so that Allocate has no defer.)
-func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
+func (p *Pool) allocatePinned(stream Stream, bytes, alignment, size uintptr) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
-		return 0, closedOr(&p.closed, kindPool, err)
+		return 0, p.failed(stream, bytes, alignment, err)
 	}
 	return ptr, nil
 }

@@ -70,13 +70,21 @@ func (p *Prefetch) Equal(other Resource) bool {
 // Allocate allocates from the upstream and prefetches the memory to the
 // current device on stream s.
 func (p *Prefetch) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return p.allocate(s, bytes, alignment, false)
+	ptr, err := p.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(p, s, bytes, alignment, err)
+	}
+	return ptr, nil
 }
 
 // AllocateSync is Allocate without a stream; it prefetches on the default
 // stream.
 func (p *Prefetch) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return p.allocate(DefaultStream, bytes, alignment, true)
+	ptr, err := p.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(p, DefaultStream, bytes, alignment, err)
+	}
+	return ptr, nil
 }
 
 func (p *Prefetch) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {

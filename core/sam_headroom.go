@@ -76,7 +76,7 @@ func (s *SAMHeadroom) Allocate(stream Stream, bytes, alignment uintptr) (uintptr
 	}
 	p, err := samHeap.alloc(kindSAMHeadroom, bytes, s.headroom)
 	if err != nil {
-		return 0, err
+		return 0, explainOOM(s, stream, bytes, alignment, err)
 	}
 	if err := s.advise(p, bytes); err != nil {
 		// Nothing was enqueued on any stream: free at once.

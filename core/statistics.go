@@ -244,12 +244,20 @@ func (st *Statistics) Equal(other Resource) bool {
 
 // Allocate allocates from the upstream and counts the allocation.
 func (st *Statistics) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return st.allocate(s, bytes, alignment, false)
+	p, err := st.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(st, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (st *Statistics) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return st.allocate(DefaultStream, bytes, alignment, true)
+	p, err := st.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(st, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (st *Statistics) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {

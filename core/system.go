@@ -82,7 +82,11 @@ func (s *System) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, err
 	if !requestOK(bytes, alignment) {
 		return 0, rejectRequest(kindSystem, bytes, alignment)
 	}
-	return systemHeap.alloc(kindSystem, bytes, 0)
+	p, err := systemHeap.alloc(kindSystem, bytes, 0)
+	if err != nil {
+		return 0, explainOOM(s, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate synchronizes stream, then frees ptr. Memory System did not

@@ -44,7 +44,11 @@ func (t *ThreadSafe) Allocate(s Stream, bytes, alignment uintptr) (uintptr, erro
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.upstream.Allocate(s, bytes, alignment)
+	p, err := t.upstream.Allocate(s, bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(t, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync allocates from the upstream under the lock.
@@ -54,7 +58,11 @@ func (t *ThreadSafe) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.upstream.AllocateSync(bytes, alignment)
+	p, err := t.upstream.AllocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(t, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate returns memory to the upstream under the lock.

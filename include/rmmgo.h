@@ -557,6 +557,47 @@ void rmm_cupy_free(void* param, void* ptr, int device);
 void* rmm_torch_allocate(size_t bytes, int device, void* stream);
 void rmm_torch_deallocate(void* ptr, size_t bytes, int device, void* stream);
 
+/* ------------------------------------- out of memory: why, and what to do */
+/* docs/out-of-memory.md. Every failed allocation's message (rmm_last_error_message)
+ * ends with a report: the request, the resource chain, live, reserved and
+ * free bytes, the largest free block (per stream), what thread caches and
+ * magazines hold, the device's free memory and a one-line reading. */
+
+/* The calling thread's last out-of-memory report as JSON (keys: bytes,
+ * alignment, stream, chain, resources [{kind, live, reserved, maximum, free,
+ * free_blocks, largest_free, streams, magazine_held, cache_held, max_request,
+ * note}], device, device_free, device_total, reading, message); "" when the
+ * thread's last failed allocation was not out of memory. Valid until the
+ * thread's next failed allocation. */
+const char* rmm_last_out_of_memory_report(void);
+
+/* Writes a snapshot of mr's memory (every block of its first block-keeping
+ * resource: address, size, live or free, stream, where cached; origins from
+ * a tracking adaptor with stacks; the trace of a pressure resource with
+ * history) to path: JSON when path ends in ".json", else the pickle that
+ * torch.cuda.memory._dump_snapshot writes and torch/cuda/_memory_viz.py
+ * reads. */
+rmm_status rmm_memory_snapshot(rmm_resource_t mr, const char* path);
+/* The same snapshot as JSON in a buffer the caller frees with
+ * rmm_string_free. */
+rmm_status rmm_memory_snapshot_json(rmm_resource_t mr, char** json);
+void rmm_string_free(char* s);
+
+/* Pressure resource: an adaptor over upstream that calls on_cross when its
+ * live bytes reach a threshold (up = 1) or fall below it again (up = 0), and
+ * on_failure when upstream runs out of memory, with the number of retries so
+ * far (0 first): nonzero retries (after spilling, say). Either callback may be
+ * NULL; callbacks run on the thread whose call crossed, one at a time, and
+ * may allocate through the resource. history > 0 keeps that many events for
+ * snapshots' traces. Release it with rmm_resource_release. */
+typedef void (*rmm_pressure_callback)(size_t threshold, size_t live_bytes, int up, void* arg);
+typedef int (*rmm_pressure_failure_callback)(size_t bytes, int retry, void* arg);
+rmm_status rmm_pressure_resource_create(rmm_resource_t upstream, const size_t* thresholds, size_t count,
+                                        rmm_pressure_callback on_cross, rmm_pressure_failure_callback on_failure,
+                                        void* arg, size_t history, rmm_resource_t* out);
+/* Live bytes allocated through a pressure resource. */
+rmm_status rmm_pressure_live_bytes(rmm_resource_t mr, size_t* bytes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

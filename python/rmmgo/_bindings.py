@@ -172,7 +172,29 @@ class RMMMemoryError(RMMError, MemoryError):
 
 
 class OutOfMemoryError(RMMMemoryError):
-    """No room for the allocation (RMM's out_of_memory)."""
+    """No room for the allocation (RMM's out_of_memory).
+
+    Raised by the library, it carries the report of docs/out-of-memory.md:
+    ``report`` (a dict, empty when there is none) and, from it, ``bytes``,
+    ``alignment``, ``stream``, ``chain`` (resource kinds, the one called
+    first), ``resources`` (a dict of figures per resource: live, reserved,
+    maximum, free, free_blocks, largest_free, streams, magazine_held,
+    cache_held, note), ``device_free``, ``device_total`` and ``reading`` (the
+    one-line explanation). The message itself ends with the report.
+    """
+
+    report = {}
+    bytes = alignment = stream = device_free = device_total = None
+    chain = ()
+    resources = ()
+    reading = ""
+
+    def _attach(self, report):
+        self.report = report
+        for key in ("bytes", "alignment", "stream", "device_free", "device_total", "reading"):
+            setattr(self, key, report.get(key))
+        self.chain = tuple(report.get("chain") or ())
+        self.resources = tuple(report.get("resources") or ())
 
 
 class RMMValueError(RMMError, ValueError):
@@ -357,6 +379,16 @@ FUNCTIONS = {
     "rmm_cupy_free": (None, [c_void_p, c_void_p, c_int]),
     "rmm_torch_allocate": (c_void_p, [c_size_t, c_int, c_void_p]),
     "rmm_torch_deallocate": (None, [c_void_p, c_size_t, c_int, c_void_p]),
+    # out of memory: reports, snapshots, pressure (docs/out-of-memory.md)
+    "rmm_last_out_of_memory_report": (_string, []),
+    "rmm_memory_snapshot": (_status, [_handle, c_char_p]),
+    "rmm_memory_snapshot_json": (_status, [_handle, _P(c_void_p)]),
+    "rmm_string_free": (None, [c_void_p]),
+    "rmm_pressure_resource_create": (
+        _status,
+        [_handle, _P(c_size_t), c_size_t, c_void_p, c_void_p, c_void_p, c_size_t, _P(_handle)],
+    ),
+    "rmm_pressure_live_bytes": (_status, [_handle, _P(c_size_t)]),
 }
 
 _UNCHECKED = {
@@ -368,6 +400,8 @@ _UNCHECKED = {
     "rmm_version_number",
     "rmm_status_string",
     "rmm_last_error_message",
+    "rmm_last_out_of_memory_report",
+    "rmm_string_free",
     "rmm_cupy_malloc",
     "rmm_cupy_free",
     "rmm_torch_allocate",
@@ -469,8 +503,28 @@ def raise_for_status(status, what=None, allocating=False):
             if isinstance(cause, MemoryError):
                 raise OutOfMemoryError(Status.ERROR_OUT_OF_MEMORY, text) from cause
             raise RMMRuntimeError(Status.ERROR_INTERNAL, text) from cause
-        raise _ALLOCATION_FAILURES[st](st, msg)
-    raise _EXCEPTIONS.get(st, RMMRuntimeError)(st, msg)
+        raise _with_report(_ALLOCATION_FAILURES[st](st, msg))
+    raise _with_report(_EXCEPTIONS.get(st, RMMRuntimeError)(st, msg))
+
+
+def last_out_of_memory_report():
+    """The calling thread's last out-of-memory report as a dict ({} if none)."""
+    import json
+
+    raw = lib.rmm_last_out_of_memory_report()
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return {}
+
+
+def _with_report(exc):
+    """exc, with the thread's out-of-memory report attached when it is one."""
+    if isinstance(exc, OutOfMemoryError):
+        exc._attach(last_out_of_memory_report())
+    return exc
 
 
 def raise_for_last_status(what=None, allocating=False):
