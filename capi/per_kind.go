@@ -74,6 +74,7 @@ var (
 
 type poolResource interface {
 	PoolSize() uintptr
+	PeakPoolSize() uintptr
 	UsedBytes() uintptr
 	Release() error
 }
@@ -82,6 +83,13 @@ type poolResource interface {
 func rmm_pool_size(mr C.rmm_resource_t, bytes *C.size_t) status {
 	return getSize("rmm_pool_size", mr, poolKinds, "bytes", bytes, func(p poolResource, _ *entry) uintptr {
 		return p.PoolSize()
+	})
+}
+
+//export rmm_pool_peak_size
+func rmm_pool_peak_size(mr C.rmm_resource_t, bytes *C.size_t) status {
+	return getSize("rmm_pool_peak_size", mr, poolKinds, "bytes", bytes, func(p poolResource, _ *entry) uintptr {
+		return p.PeakPoolSize()
 	})
 }
 

@@ -344,6 +344,11 @@ func (p *Pool) Device() int { return p.dev }
 // PoolSize returns the bytes the pool holds from its upstream.
 func (p *Pool) PoolSize() uintptr { return p.h.Size() }
 
+// PeakPoolSize returns the most bytes the pool held from its upstream at
+// once: what it cost at its peak, which PoolSize no longer shows once the
+// pool gave chunks back.
+func (p *Pool) PeakPoolSize() uintptr { return p.h.PeakSize() }
+
 // UsedBytes returns the bytes handed out and not yet deallocated (each
 // rounded up to 256), as the users of the pool count them: blocks a cache
 // in front of the pool holds for its users (the C ABI's thread caches) are

@@ -509,3 +509,21 @@ func TestPoolReleaseFreesSpreadOverLists(t *testing.T) {
 		require.NoError(t, p.Close())
 	}
 }
+
+// TestPoolPeakPoolSize: the peak stays where the pool was largest once it
+// gave chunks back.
+func TestPoolPeakPoolSize(t *testing.T) {
+	up := newCountingUpstream(t)
+	p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{}) })
+	defer p.Close()
+	a, err := p.Allocate(DefaultStream, 8<<20, 256)
+	require.NoError(t, err)
+	b, err := p.Allocate(DefaultStream, 8<<20, 256)
+	require.NoError(t, err)
+	require.Equal(t, uintptr(16<<20), p.PeakPoolSize())
+	require.NoError(t, p.Deallocate(DefaultStream, a, 8<<20, 256))
+	require.NoError(t, p.Deallocate(DefaultStream, b, 8<<20, 256))
+	require.NoError(t, p.Release())
+	assert.Zero(t, p.PoolSize())
+	assert.Equal(t, uintptr(16<<20), p.PeakPoolSize(), "the peak stays")
+}

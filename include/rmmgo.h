@@ -421,6 +421,9 @@ uint64_t rmm_current_resource_token(void);
  * mapped, and release gives back to the device every wholly free granule,
  * live memory staying where it is) */
 rmm_status rmm_pool_size(rmm_resource_t mr, size_t* bytes);       /* bytes taken from upstream */
+/* The most bytes taken from upstream at once (the pool gives chunks back
+ * before it grows when its free memory is in pieces: rmm_pool_size falls). */
+rmm_status rmm_pool_peak_size(rmm_resource_t mr, size_t* bytes);
 /* Bytes handed out and not given back, each rounded up to 256: the same
  * number Go's Pool.UsedBytes and Python's used_bytes give. Blocks the
  * per-thread caches keep are not in use. */

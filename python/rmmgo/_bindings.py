@@ -355,6 +355,7 @@ FUNCTIONS = {
     # resource-specific
     "rmm_pool_size": (_status, [_handle, _P(c_size_t)]),
     "rmm_pool_used_bytes": (_status, [_handle, _P(c_size_t)]),
+    "rmm_pool_peak_size": (_status, [_handle, _P(c_size_t)]),
     "rmm_pool_release": (_status, [_handle]),
     "rmm_fixed_size_block_size": (_status, [_handle, _P(c_size_t)]),
     "rmm_binning_add_bin": (_status, [_handle, c_size_t, _handle]),

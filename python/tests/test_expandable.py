@@ -89,3 +89,20 @@ def test_bad_sizes_are_logic_errors(kwargs):
 
 def test_kind_value():
     assert b.ResourceKind.EXPANDABLE == 24
+
+
+@pytest.mark.parametrize("make", [
+    lambda: mr.PoolMemoryResource(mr.CudaMemoryResource(), initial_pool_size=0),
+    lambda: mr.ExpandableMemoryResource(),
+])
+def test_peak_pool_size_stays_after_release(make):
+    res = make()
+    p = res.allocate(8 * MiB)
+    q = res.allocate(8 * MiB)
+    peak = res.peak_pool_size()
+    assert peak >= 16 * MiB and peak == res.pool_size()
+    res.deallocate(p, 8 * MiB)
+    res.deallocate(q, 8 * MiB)
+    res.release()
+    assert res.pool_size() == 0
+    assert res.peak_pool_size() == peak

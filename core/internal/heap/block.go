@@ -304,7 +304,9 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 	sort.Slice(nt.sorted, func(i, j int) bool { return nt.sorted[i].base < nt.sorted[j].base })
 	nt.index()
 	h.chunks.Store(nt)
-	h.size.Add(size)
+	if n := h.size.Add(size); n > h.peak.Load() {
+		h.peak.Store(n) // under chunkMu
+	}
 	h.setMagBudget(h.size.Load())
 	h.chunkMu.Unlock()
 

@@ -46,6 +46,7 @@ type Heap struct {
 	chunkMu   sync.Mutex // serializes chunk table changes
 	nextChunk int32
 	size      atomic.Uintptr // bytes in chunks
+	peak      atomic.Uintptr // most bytes in chunks at once
 	gen       atomic.Uint64  // counts growths
 
 	growMu   sync.Mutex // one growth at a time
@@ -105,6 +106,9 @@ func (h *Heap) AddChunk(base, size uintptr) { h.addChunk(nil, base, size) }
 
 // Size returns the bytes of the heap's chunks.
 func (h *Heap) Size() uintptr { return h.size.Load() }
+
+// PeakSize returns the most bytes the heap's chunks held at once.
+func (h *Heap) PeakSize() uintptr { return h.peak.Load() }
 
 // FreeBytes sums the free bytes of every list, blocks waiting in magazines
 // and in the front included (a hint while others work).

@@ -370,7 +370,9 @@ class Rmm:
 
     def reserved(self):
         if self.pool is not None:
-            return self.pool.pool_size()
+            # The peak: a pool gives chunks back before it grows, and the
+            # expandable resource unmaps, so the size at the end can be less.
+            return self.pool.peak_pool_size()
         if self.kind == "rmm-async":
             return self._pool_reserved_high()
         return None  # the arena: taken whole at creation; the device's used memory tells it
@@ -392,24 +394,20 @@ class Rmm:
 
 
 class CupyCounter:
-    """Live bytes of CuPy's own pool: a wrapper over its malloc."""
+    """CuPy's own pool, watched: after each of its allocations, the bytes it
+    has handed out (used_bytes: live, rounded to its 512-byte units) and
+    holds (total_bytes), so the peaks within a step are seen."""
 
     def __init__(self, cupy):
-        import weakref
         self.pool = cupy.get_default_memory_pool()
-        self.live = self.peak = 0
-        finalize = weakref.finalize
+        self.peak = self.peak_total = 0
 
         def malloc(n):
             mp = self.pool.malloc(n)
-            self.live += n
-            self.peak = max(self.peak, self.live)
-            finalize(mp.mem, self._free, n)
+            self.peak = max(self.peak, self.pool.used_bytes())
+            self.peak_total = max(self.peak_total, self.pool.total_bytes())
             return mp
         cupy.cuda.set_allocator(malloc)
-
-    def _free(self, n):
-        self.live -= n
 
 
 def is_oom(exc):
@@ -507,11 +505,11 @@ def run_worker(a, rec):
     if rmm is not None:
         rec["peak_live"] = rmm.peak_live()
         rec["peak_reserved"] = rmm.reserved()
-        rec["reserved_source"] = "rmmgo resource" if rec["peak_reserved"] is not None else None
+        rec["reserved_source"] = "rmmgo resource (peak)" if rec["peak_reserved"] is not None else None
     elif is_cupy:
         rec["peak_live"] = counter.peak
-        rec["peak_reserved"] = cupy.get_default_memory_pool().total_bytes()
-        rec["reserved_source"] = "cupy MemoryPool.total_bytes (end)"
+        rec["peak_reserved"] = counter.peak_total
+        rec["reserved_source"] = "cupy MemoryPool.total_bytes (peak)"
     else:
         rec["peak_live"] = torch.cuda.max_memory_allocated()
         rec["peak_reserved"] = torch.cuda.max_memory_reserved()

@@ -593,6 +593,12 @@ class PoolMemoryResource(UpstreamResourceAdaptor):
         _lib.rmm_pool_size(self._handle, byref(n))
         return n.value
 
+    def peak_pool_size(self):
+        """The most bytes taken from the upstream at once."""
+        n = c_size_t()
+        _lib.rmm_pool_peak_size(self._handle, byref(n))
+        return n.value
+
     def used_bytes(self):
         """Bytes handed out."""
         n = c_size_t()
@@ -706,6 +712,12 @@ class ExpandableMemoryResource(DeviceMemoryResource):
         """Bytes of device memory mapped."""
         n = c_size_t()
         _lib.rmm_pool_size(self._handle, byref(n))
+        return n.value
+
+    def peak_pool_size(self):
+        """The most bytes of device memory mapped at once."""
+        n = c_size_t()
+        _lib.rmm_pool_peak_size(self._handle, byref(n))
         return n.value
 
     def used_bytes(self):
