@@ -500,6 +500,14 @@ func FuzzCAPI(f *testing.F) {
 	// A pool over cuda (served by the per-thread cache): free twice, a
 	// wrong size, an interior pointer, through the pool's upstream.
 	f.Add(prog(0, 0, 0, 1, 0, 0, 1, 2, 1, 6, 0, 6, 0, 2, 1, 6, 0, 7, 0, 0, 8, 0, 3, 19, 0, 0, 5, 0))
+	// Issue 24: interior pointers off the grid, size 0 and alignment 3
+	// through a pool, an arena, statistics and limiting over them, and
+	// cuda (ops 148 = 8|0x80, 147 = 7|0x80, 67 = 7|0x40, 207 = 7|0xc0: op
+	// is the byte mod 20, the flags its high bits).
+	f.Add(prog(0, 0, 0, 1, 0, 0, 1, 1, 0, 1, 8, 1, 1, 8, 2,
+		2, 1, 1, 0, 2, 2, 3, 1, 2, 3, 5, 0, 2, 0, 2, 0,
+		148, 0, 0, 148, 1, 127, 148, 2, 254, 148, 3, 1,
+		147, 0, 0, 67, 1, 0, 207, 2, 3, 147, 3, 0, 67, 4, 0, 4, 0, 4, 0))
 	// Stale and forged handles.
 	f.Add(prog(0, 1, 4, 0, 4, 0, 1, 0, 0, 3, 16, 0, 16, 3, 2, 0, 5, 1))
 	f.Fuzz(func(t *testing.T, program []byte) {
@@ -570,11 +578,23 @@ func FuzzCAPI(f *testing.F) {
 				if k := s.liveAlloc(next()); k >= 0 {
 					a := s.allocs[k]
 					wrong := a.n + 2<<20 + 1 + uint64(next())
+					if op&0x80 != 0 {
+						wrong = 0 // issue 24: size 0 freed nothing and said yes
+					}
 					s.refuse(fmt.Sprintf("freeing %d bytes of %d", wrong, a.n), rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), a.p, cSize(wrong), 256))
+					if op&0x40 != 0 { // the right size, alignment 3
+						s.expectStatus("freeing with alignment 3", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), a.p, cSize(a.n), 3), testStatusBadAlignment)
+					}
 					s.check()
 				}
 			case 8: // an interior pointer
-				if k := s.liveAlloc(next()); k >= 0 && s.allocs[k].n > 256 {
+				if k := s.liveAlloc(next()); k >= 0 && op&0x80 != 0 {
+					// Issue 24: p+1..p+255 shared p's slot in a heap's index.
+					a := s.allocs[k]
+					off := 1 + uint64(next())%255
+					s.refuse("an interior pointer off the grid", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), unsafe.Add(a.p, off), cSize(a.n), 256))
+					s.check()
+				} else if k >= 0 && s.allocs[k].n > 256 {
 					a := s.allocs[k]
 					off := 256 * (1 + uint64(next())%((a.n-1)/256))
 					s.refuse("an interior pointer", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), unsafe.Add(a.p, off), cSize(a.n-off), 256))

@@ -189,6 +189,7 @@ typedef struct rmmgo_tc_call {
 #define RMMGO_TC_SIZE 1     /* a live block of this handle, another size */
 #define RMMGO_TC_NOT_LIVE 2 /* a block the cache holds: a double free */
 #define RMMGO_TC_FOREIGN 3  /* a live block of another handle */
+#define RMMGO_TC_INTERIOR 4 /* not 256-byte aligned: no block starts there */
 /* Which call frees (for messages). */
 #define RMMGO_TC_FREE 0      /* rmm_deallocate */
 #define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */

@@ -132,6 +132,7 @@ const (
 	testStatusOutOfMemory    = C.RMM_ERROR_OUT_OF_MEMORY
 	testStatusInvalidPointer = C.RMM_ERROR_INVALID_POINTER
 	testStatusInvalidArg     = C.RMM_ERROR_INVALID_ARGUMENT
+	testStatusBadAlignment   = C.RMM_ERROR_BAD_ALIGNMENT
 	testStatusInternal       = C.RMM_ERROR_INTERNAL
 )
 

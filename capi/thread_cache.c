@@ -1696,6 +1696,8 @@ static bool tc_steps_uncount(tc_mslot* ms, int n, size_t bytes) {
 /* ------------------------------------------------------------ allocate */
 
 static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1)) == 0; }
+/* A power of two: any other alignment goes to Go, which refuses it. */
+static inline bool tc_pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 
 /* A miss: one crossing allocates a batch of the class; the first block is
  * the caller's, as many others as the pair's budget allows are cached. */
@@ -1907,6 +1909,13 @@ static rmm_status tc_free(const char* fn, int which, rmm_resource_t mr, rmm_stre
     return RMM_SUCCESS;
   }
   uintptr_t b = (uintptr_t)ptr;
+  if ((b & 255) != 0) {
+    /* Every block of a cached handle starts on 256 bytes; p+1..p+255 would
+     * reach p's slot in the resource's index (issue 24). Refused here, for
+     * one AND and a branch on the hit path. */
+    *go_path = false;
+    return rmmgo_go_free_check(h, which, b, bytes, 0, RMMGO_TC_INTERIOR);
+  }
   size_t want = bytes > (SIZE_MAX - 255) ? SIZE_MAX : (bytes + 255) & ~(size_t)255;
   uint64_t hid = tc_hid(h);
   int nsteps = atomic_load_explicit(&ms->nsteps, memory_order_relaxed);
@@ -2033,7 +2042,7 @@ recheck:
 
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c. */
-  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
+  if (RMMGO_AP_ANY() && tc_pow2(alignment) && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
@@ -2049,7 +2058,7 @@ rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, siz
 rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c (a free on the
    * default stream, as their DeallocateSync is). */
-  if (RMMGO_AP_ANY() && rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
+  if (RMMGO_AP_ANY() && tc_pow2(alignment) && rmmgo_ap_try_deallocate(mr, NULL, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {

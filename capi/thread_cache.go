@@ -426,6 +426,8 @@ func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes,
 		if err = c.CheckFree(uintptr(ptr), uintptr(bytes), uintptr(allocated)); err == nil {
 			return statusSuccess
 		}
+	case C.RMMGO_TC_INTERIOR:
+		err = fmt.Errorf("%s: %w: %#x is not 256-byte aligned, so no block starts there (an interior pointer?)", kind, core.ErrInvalidPointer, uintptr(ptr))
 	case C.RMMGO_TC_NOT_LIVE:
 		err = fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kind, core.ErrInvalidPointer, uintptr(ptr))
 	default:
@@ -499,9 +501,11 @@ func rmmgo_go_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.
 	if err := streams.check(s); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInvalidArgument)
 	}
-	if ptr == nil {
+	if ptr == nil && bytes != 0 {
 		return statusSuccess
 	}
+	// (NULL, 0) reaches the resource: a statistics adaptor uncounts a
+	// zero-byte allocation, as RMM's does; every other resource does nothing.
 	if err := e.res.Deallocate(s, uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
 	}
@@ -515,7 +519,7 @@ func rmmgo_go_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, al
 	if !ok {
 		return badHandle("rmm_deallocate_sync", mr)
 	}
-	if ptr == nil {
+	if ptr == nil && bytes != 0 {
 		return statusSuccess
 	}
 	if err := e.res.DeallocateSync(uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {

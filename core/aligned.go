@@ -222,11 +222,15 @@ func (a *Aligned) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
 	}
 	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: %d is not a power of two", kindAligned, ErrBadAlignment, alignment)
+	}
+	if bytes == 0 {
+		// No allocation of 0 bytes went upstream: the upstream refuses it.
+		return upDeallocate(a.upstream, s, ptr, 0, alignment, sync)
 	}
 	eff, over := a.plan(bytes, alignment)
 	if !over {

@@ -927,8 +927,11 @@ func (a *Arena) failure(s Stream, size uintptr, cause error) error {
 // was passed to Allocate; memory the arena did not hand out, or already
 // deallocated, gives ErrInvalidPointer.
 func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if err := subFreeRefused(kindArena, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindArena, bytes, alignment); err != nil {

@@ -327,8 +327,11 @@ func (b *Binning) failed(bin *FixedSize, stream Stream, bytes, alignment uintptr
 
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
 func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if bytes == 0 || !freeAlignmentOK(alignment) {
+		return subFreeRefused(kindBinning, ptr, bytes, alignment)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
@@ -343,6 +346,9 @@ func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error
 		return b.upstream.Deallocate(stream, ptr, bytes, alignment)
 	}
 	if bn.fixed != nil {
+		if ptr&(DefaultAlignment-1) != 0 {
+			return subFreeRefused(kindBinning, ptr, bytes, alignment)
+		}
 		return bn.fixed.deallocate(stream, ptr)
 	}
 	return bn.r.Deallocate(stream, ptr, bytes, alignment)
@@ -365,8 +371,11 @@ func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 
 // DeallocateSync is the bin's (or the upstream's) DeallocateSync.
 func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if bytes == 0 || !freeAlignmentOK(alignment) {
+		return subFreeRefused(kindBinning, ptr, bytes, alignment)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {

@@ -61,7 +61,7 @@ func (c *Cuda) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 // other than were allocated, an error wrapping ErrInvalidArgument. Neither
 // frees anything.
 func (c *Cuda) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return cudaFree(c.rt, kindCuda, &cudaLive, ptr, bytes)
+	return cudaFree(c.rt, kindCuda, &cudaLive, ptr, bytes, alignment)
 }
 
 // AllocateSync is Allocate: cudaMalloc memory is ready when it returns.

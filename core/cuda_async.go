@@ -173,6 +173,9 @@ func (c *CudaAsync) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (c *CudaAsync) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCudaAsync, ptr, alignment)
+	}
 	return c.deallocate(stream, ptr, bytes)
 }
 

@@ -99,6 +99,9 @@ func (m *CudaAsyncManaged) Allocate(stream Stream, bytes, alignment uintptr) (ui
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCudaAsyncManaged, ptr, alignment)
+	}
 	return m.deallocate(stream, ptr, bytes)
 }
 

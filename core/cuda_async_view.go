@@ -74,6 +74,9 @@ func (v *CudaAsyncView) Allocate(stream Stream, bytes, alignment uintptr) (uintp
 
 // Deallocate gives ptr back to the pool in stream order on stream.
 func (v *CudaAsyncView) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCudaAsyncView, ptr, alignment)
+	}
 	return v.deallocate(stream, ptr, bytes)
 }
 

@@ -527,8 +527,11 @@ func (e *Expandable) release() error {
 // already deallocated, gives ErrInvalidPointer; a size that does not match
 // the allocation's gives ErrInvalidArgument.
 func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if err := subFreeRefused(kindExpandable, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {

@@ -119,16 +119,16 @@ func (f *FailureCallback) call(bytes uintptr, n int) (retry bool, err error) {
 
 // Deallocate returns memory to the upstream.
 func (f *FailureCallback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return f.upstream.Deallocate(s, ptr, bytes, alignment)
 }
 
 // DeallocateSync is Deallocate without a stream.
 func (f *FailureCallback) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return f.upstream.DeallocateSync(ptr, bytes, alignment)
 }

@@ -696,8 +696,11 @@ func (f *FixedSize) push(l *blockList, b fixedBlock) {
 // was passed to Allocate. A pointer that is not a block of this resource, or
 // a block not allocated, gives ErrInvalidPointer.
 func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if err := subFreeRefused(kindFixedSize, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {

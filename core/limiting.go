@@ -189,8 +189,8 @@ func (l *Limiting) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (l *Limiting) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	charge, ok := addr.AlignUp(bytes, l.alignment)
 	if cur := l.AllocatedBytes(); !ok || charge > cur {

@@ -248,9 +248,9 @@ func (l *Logging) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 || l.closed.Load() {
+	if ptr == 0 || l.closed.Load() {
 		l.log(eventlog.ActionFree, ptr, bytes, s)
-		if ptr == 0 || bytes == 0 {
+		if ptr == 0 {
 			return nil
 		}
 		return upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)

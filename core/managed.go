@@ -54,7 +54,7 @@ func (m *Managed) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 // bytes other than were allocated, an error wrapping ErrInvalidArgument.
 // Neither frees anything.
 func (m *Managed) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return cudaFree(m.rt, kindManaged, &managedLive, ptr, bytes)
+	return cudaFree(m.rt, kindManaged, &managedLive, ptr, bytes, alignment)
 }
 
 // AllocateSync is Allocate: the memory is ready when it returns.

@@ -58,6 +58,9 @@ func (h *PinnedHost) Deallocate(stream Stream, ptr, bytes, alignment uintptr) er
 	if ptr == 0 {
 		return nil
 	}
+	if !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindPinnedHost, ptr, alignment)
+	}
 	e, err := pinnedHostLive.take(kindPinnedHost, ptr, bytes, 0)
 	if err != nil {
 		return err

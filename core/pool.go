@@ -269,8 +269,11 @@ func (p *Pool) allocatePinned(stream Stream, bytes, alignment, size uintptr) (ui
 // hand out, or one already deallocated, gives ErrInvalidPointer; a size
 // that does not match the allocation's gives ErrInvalidArgument.
 func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if err := subFreeRefused(kindPool, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindPool, bytes, alignment); err != nil {

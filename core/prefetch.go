@@ -141,16 +141,16 @@ func (p *Prefetch) concurrentManaged(dev int) (bool, error) {
 
 // Deallocate returns memory to the upstream.
 func (p *Prefetch) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return p.upstream.Deallocate(s, ptr, bytes, alignment)
 }
 
 // DeallocateSync is Deallocate without a stream.
 func (p *Prefetch) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return p.upstream.DeallocateSync(ptr, bytes, alignment)
 }

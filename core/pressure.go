@@ -180,8 +180,8 @@ func (p *Pressure) callFailure(bytes uintptr, retry int, err error) (again bool)
 
 // Deallocate returns memory to the upstream.
 func (p *Pressure) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	if err := p.upstream.Deallocate(s, ptr, bytes, alignment); err != nil {
 		return err
@@ -192,8 +192,8 @@ func (p *Pressure) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 
 // DeallocateSync is Deallocate without a stream.
 func (p *Pressure) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	if err := p.upstream.DeallocateSync(ptr, bytes, alignment); err != nil {
 		return err

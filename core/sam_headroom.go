@@ -112,6 +112,9 @@ func (s *SAMHeadroom) advise(p, bytes uintptr) error {
 // freed, gives an error wrapping ErrInvalidPointer; bytes other than were
 // allocated, an error wrapping ErrInvalidArgument.
 func (s *SAMHeadroom) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindSAMHeadroom, ptr, alignment)
+	}
 	return samHeap.free(kindSAMHeadroom, s.rt, stream, ptr, bytes, s.headroom)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 const kindStatistics = "statistics"
@@ -78,6 +79,9 @@ type Statistics struct {
 	// store holds it.
 	hot   StatisticsHot
 	store StatisticsStore // set once, under mu
+	// zeros counts the zero-byte allocations outstanding: a free of size 0
+	// uncounts one of them, never an allocation of another size (issue 24).
+	zeros atomic.Int64
 }
 
 type counters struct{ bytes, count Counter }
@@ -263,9 +267,13 @@ func (st *Statistics) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 func (st *Statistics) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
 	var p uintptr
 	if bytes == 0 {
+		// Counted as RMM counts it: one allocation of 0 bytes. RMM asks the
+		// upstream, which answers NULL; no rmmgo resource answers otherwise,
+		// so the upstream is not asked (as by every adaptor).
 		if err := zeroRequest(kindStatistics, alignment); err != nil {
 			return 0, err
 		}
+		st.zeros.Add(1)
 	} else {
 		var err error
 		if p, err = upAllocate(st.upstream, s, bytes, alignment, sync); err != nil {
@@ -293,7 +301,10 @@ func (st *Statistics) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 && bytes != 0 {
+	if bytes == 0 {
+		return st.deallocateZero(s, ptr, alignment, sync)
+	}
+	if ptr == 0 {
 		return nil // no allocation returns 0 for a nonzero size: nothing to uncount
 	}
 	var (
@@ -309,18 +320,43 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 		st.update(func(h *StatisticsHot) { ok, outBytes, outCount = h.Free(bytes), h.OutBytes, h.OutCount })
 	}
 	if !ok {
-		if bytes == 0 {
-			return nil
-		}
 		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes), but only %d bytes in %d allocations are outstanding through this adaptor",
 			kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount)
 	}
-	if ptr != 0 && bytes != 0 {
-		if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
-			st.mu.Lock()
-			st.update(func(h *StatisticsHot) { h.Unfree(bytes) })
+	if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
+		st.mu.Lock()
+		st.update(func(h *StatisticsHot) { h.Unfree(bytes) })
+		return err
+	}
+	return nil
+}
+
+// deallocateZero is the free of a zero-byte allocation, as RMM's: the
+// upstream frees ptr (which refuses a block of another size: a size 0 for a
+// live block is a wrong size, issue 24), then one zero-byte allocation is
+// uncounted, if one is outstanding. deallocate(NULL, 0) with none
+// outstanding is a no-op: it must never uncount an allocation of another
+// size, whose own free would then be refused.
+func (st *Statistics) deallocateZero(s Stream, ptr, alignment uintptr, sync bool) error {
+	if ptr != 0 {
+		if err := upDeallocate(st.upstream, s, ptr, 0, alignment, sync); err != nil {
 			return err
 		}
+	}
+	for {
+		n := st.zeros.Load()
+		if n == 0 {
+			return nil
+		}
+		if st.zeros.CompareAndSwap(n, n-1) {
+			break
+		}
+	}
+	var ok bool
+	st.mu.Lock()
+	st.update(func(h *StatisticsHot) { ok = h.Free(0) })
+	if !ok {
+		st.zeros.Add(1)
 	}
 	return nil
 }

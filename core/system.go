@@ -96,6 +96,9 @@ func (s *System) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, err
 // device may still use it) and the error says so; it may be deallocated
 // again later.
 func (s *System) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindSystem, ptr, alignment)
+	}
 	return systemHeap.free(kindSystem, s.rt, stream, ptr, bytes, 0)
 }
 

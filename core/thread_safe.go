@@ -67,8 +67,8 @@ func (t *ThreadSafe) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 
 // Deallocate returns memory to the upstream under the lock.
 func (t *ThreadSafe) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -77,8 +77,8 @@ func (t *ThreadSafe) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 
 // DeallocateSync returns memory to the upstream under the lock.
 func (t *ThreadSafe) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -196,8 +196,8 @@ func (t *Tracking) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (t *Tracking) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 {
-		return nil
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	// Stop tracking before the upstream frees: once freed, the address may
 	// be handed to another goroutine, whose entry we must not remove.

@@ -341,10 +341,14 @@ func (h *Heap) claim(ptr, size, blk uintptr) (int32, slotRef, error) {
 	// Where the size says the block is; the other table too for a size
 	// that does not match the block's (to report that, rather than an
 	// invalid pointer).
+	if ptr&(Unit-1) != 0 {
+		// Offsets 1..Unit-1 share the block's slot: never a block's start.
+		return 0, slotRef{}, fmt.Errorf("%s: %w: %#x is not %d-byte aligned, so no block starts there", h.kind, errs.InvalidPointer, ptr, Unit)
+	}
 	big := blk >= bigBlock
 	r := d.lookup(ptr, big)
 	if r.w == 0 {
-		if ptr&(Unit-1) != 0 || h.chunks.Load().find(ptr) == nil {
+		if h.chunks.Load().find(ptr) == nil {
 			return 0, slotRef{}, fmt.Errorf("%s: %w: %#x", h.kind, errs.InvalidPointer, ptr)
 		}
 		r = d.lookup(ptr, !big)
