@@ -51,7 +51,7 @@ class device_uvector {
 
   explicit device_uvector(std::size_t size, cuda_stream_view stream,
                           device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_{elements_to_bytes(size), stream, mr} {}
+      : storage_{checked_bytes(size), stream, mr} {}
 
   explicit device_uvector(device_uvector const& other, cuda_stream_view stream,
                           device_async_resource_ref mr = mr::get_current_device_resource_ref())
@@ -133,8 +133,16 @@ class device_uvector {
   }
   [[nodiscard]] static size_type elements_to_bytes(size_type n) {
     RMM_EXPECTS(n <= std::numeric_limits<size_type>::max() / sizeof(value_type),
-                "Requested number of elements exceeds maximum representable size.", rmm::out_of_range);
+                "Requested number of elements exceeds maximum representable size.", rmm::invalid_argument);
     return n * sizeof(value_type);
+  }
+  /// The bytes for n elements, refusing a type aligned beyond what the
+  /// resources guarantee (device_buffer allocates at CUDA_ALLOCATION_ALIGNMENT).
+  [[nodiscard]] static size_type checked_bytes(size_type n) {
+    if constexpr (alignof(T) > rmm::CUDA_ALLOCATION_ALIGNMENT) {
+      throw rmm::bad_alloc{"device_uvector: the value type's alignment exceeds CUDA_ALLOCATION_ALIGNMENT"};
+    }
+    return elements_to_bytes(n);
   }
   [[nodiscard]] static constexpr size_type bytes_to_elements(size_type bytes) noexcept {
     return bytes / sizeof(value_type);
