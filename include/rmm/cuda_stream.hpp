@@ -6,6 +6,8 @@
 
 #include <rmmgo.h>
 
+#include <cuda/stream_ref>
+
 #include <memory>
 #include <utility>
 
@@ -31,9 +33,11 @@ class cuda_stream {
     RMM_EXPECTS(is_valid(), "Invalid stream handle");
     return reinterpret_cast<cudaStream_t>(stream_.get());
   }
-  operator cudaStream_t() const noexcept { return reinterpret_cast<cudaStream_t>(stream_.get()); }
+  explicit operator cudaStream_t() const noexcept { return reinterpret_cast<cudaStream_t>(stream_.get()); }
   [[nodiscard]] cuda_stream_view view() const { return cuda_stream_view{value()}; }
   operator cuda_stream_view() const { return view(); }
+  /// As RMM: a cuda_stream passes where CCCL takes a cuda::stream_ref.
+  operator cuda::stream_ref() const noexcept { return cuda::stream_ref{reinterpret_cast<cudaStream_t>(stream_.get())}; }
   void synchronize() const { view().synchronize(); }
   void synchronize_no_throw() const noexcept { view().synchronize_no_throw(); }
 

@@ -8,7 +8,9 @@
 #include <cuda/stream_ref>
 #include <cuda_runtime_api.h>
 
+#include <cassert>
 #include <cstddef>
+#include <iostream>
 #include <ostream>
 
 namespace RMM_NAMESPACE {
@@ -42,7 +44,15 @@ class cuda_stream_view {
       throw rmm::cuda_error{std::string{"CUDA error: synchronizing a stream: "} + rmm_last_error_message()};
     }
   }
-  void synchronize_no_throw() const noexcept { (void)rmm_stream_synchronize(reinterpret_cast<rmm_stream_t>(stream_)); }
+  /// Waits for the stream's work; a failure is reported and, as RMM's
+  /// RMM_ASSERT_CUDA_SUCCESS, asserted in debug builds (NDEBUG unset).
+  void synchronize_no_throw() const noexcept {
+    [[maybe_unused]] rmm_status const st = rmm_stream_synchronize(reinterpret_cast<rmm_stream_t>(stream_));
+#ifndef NDEBUG
+    if (st != RMM_SUCCESS) { std::cerr << "CUDA Error detected. " << rmm_last_error_message() << std::endl; }
+    assert(st == RMM_SUCCESS);
+#endif
+  }
 
  private:
   cudaStream_t stream_{};

@@ -41,4 +41,10 @@ class out_of_range : public std::out_of_range {
   using std::out_of_range::out_of_range;
 };
 
+/// An argument was invalid (a size that overflows, for one).
+class invalid_argument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 }  // namespace RMM_NAMESPACE

@@ -8,7 +8,8 @@
 #
 # OUT holds: cccl/ (CCCL v3.3.3's libcudacxx, cub and thrust headers: RMM
 # 26.08 needs CCCL >= 3.3, CUDA 13.0 ships 3.0), gtest/ (Debian's googletest
-# sources), tests/ (RMM's cpp/tests), include/ (rmmgo's rmm/ and rmmgo.h),
+# sources), tests/ (RMM's cpp/tests), benchmarks/utilities/ (RMM's, for
+# LOGGER_TEST), include/ (rmmgo's rmm/ and rmmgo.h),
 # lib/librmmgo.so, and run.sh. It stays under the device tool's 64 MiB.
 #
 # Needs: the RMM and CCCL mirrors (RMM_MIRROR, CCCL_MIRROR: git directories,
@@ -31,7 +32,11 @@ gtest_src=${GTEST_SRC:-/usr/src/googletest}
 rm -rf "$out"
 mkdir -p "$out/cccl" "$out/gtest" "$out/include" "$out/lib"
 git -C "$cccl_mirror" archive "$cccl_tag" libcudacxx/include cub/cub thrust/thrust | tar -x -C "$out/cccl"
-git -C "$rmm_mirror" archive "$rmm_commit" cpp/tests | tar -x -C "$out" && mv "$out/cpp/tests" "$out/tests" && rmdir "$out/cpp"
+# RMM's tests, and the benchmark utilities LOGGER_TEST includes
+# (<benchmarks/utilities/log_parser.hpp>; run.sh puts OUT on the include path).
+git -C "$rmm_mirror" archive "$rmm_commit" cpp/tests cpp/benchmarks/utilities | tar -x -C "$out" &&
+  mv "$out/cpp/tests" "$out/tests" && mkdir -p "$out/benchmarks" &&
+  mv "$out/cpp/benchmarks/utilities" "$out/benchmarks/utilities" && rm -r "$out/cpp"
 cp -r "$gtest_src/googletest" "$gtest_src/googlemock" "$out/gtest/"
 cp -r "$root/include/rmm" "$root/include/rmmgo.h" "$out/include/"
 cp "$root/build/librmmgo.so" "$out/lib/"

@@ -7,6 +7,8 @@
 #include <rmm/cuda_stream.hpp>
 #include <rmm/cuda_stream_pool.hpp>
 #include <rmm/device_buffer.hpp>
+#include <rmm/device_scalar.hpp>
+#include <rmm/device_uvector.hpp>
 #include <rmm/error.hpp>
 #include <rmm/mr/aligned_resource_adaptor.hpp>
 #include <rmm/mr/arena_memory_resource.hpp>
@@ -19,10 +21,13 @@
 #include <rmm/mr/managed_memory_resource.hpp>
 #include <rmm/mr/per_device_resource.hpp>
 #include <rmm/mr/pinned_host_memory_resource.hpp>
+#include <rmm/mr/polymorphic_allocator.hpp>
 #include <rmm/mr/pool_memory_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 #include <rmm/mr/thread_safe_resource_adaptor.hpp>
 #include <rmm/mr/tracking_resource_adaptor.hpp>
+#include <rmm/prefetch.hpp>
+#include <rmm/process_is_exiting.hpp>
 #include <rmm/resource_ref.hpp>
 
 #include <rmmgo.h>
@@ -216,8 +221,86 @@ static void test_adaptors_and_errors() {
   CHECK(rmm::get_current_cuda_device().value() >= 0);
 }
 
+// What RMM 26.08's tests use beyond the resources: containers over simulated
+// memory, a cuda_stream where CCCL takes a stream_ref, the failure adaptor
+// over another exception type, the tracking adaptor's pointer map.
+static void test_containers_and_26_08_names() {
+  rmm::mr::cuda_memory_resource cuda;
+  rmm::cuda_stream stream;
+  cuda::stream_ref ref = stream;  // RMM: cuda_stream converts to stream_ref
+  void* p = cuda.allocate(stream, 256);
+  cuda.deallocate(ref, p, 256);
+
+  rmm::device_uvector<int> v(100, stream, cuda);
+  CHECK(v.size() == 100 && v.capacity() == 100 && !v.is_empty());
+  for (int i = 0; i < 100; ++i) {
+    int const x = i * 3;
+    v.set_element(static_cast<std::size_t>(i), x, stream);
+  }
+  CHECK(v.element(7, stream) == 21 && v.front_element(stream) == 0 && v.back_element(stream) == 297);
+  v.set_element_to_zero_async(7, stream);
+  CHECK(v.element(7, stream) == 0);
+  CHECK_THROWS(v.element(100, stream), rmm::out_of_range);
+  v.resize(200, stream);
+  CHECK(v.size() == 200 && v.element(99, stream) == 297);
+  rmm::device_uvector<int> w(v, stream, cuda);
+  CHECK(w.size() == 200 && w.element(50, stream) == 150);
+  cuda::std::span<int const> sp = w;
+  CHECK(sp.size() == 200 && sp.data() == w.data());
+  rmm::device_buffer released = w.release();
+  CHECK(released.size() == 200 * sizeof(int) && w.size() == 0);
+
+  int const init = 42;
+  rmm::device_scalar<int> sc{init, stream, cuda};
+  CHECK(sc.value(stream) == 42 && sc.size() == 1);
+  sc.set_value_to_zero_async(stream);
+  CHECK(sc.value(stream) == 0);
+
+  rmm::mr::managed_memory_resource managed;
+  rmm::device_buffer mb{4096, stream, managed};
+  rmm::prefetch(mb.data(), mb.size(), rmm::get_current_cuda_device(), stream);
+  CHECK(!rmm::process_is_exiting());
+
+  rmm::mr::polymorphic_allocator<int> pa{cuda};
+  int* q = pa.allocate(10, stream);
+  CHECK(q != nullptr);
+  pa.deallocate(q, 10, stream);
+  rmm::mr::polymorphic_allocator<double> pb{pa};
+  CHECK(pa == pb);
+  rmm::mr::stream_allocator_adaptor<rmm::mr::polymorphic_allocator<int>> sa{pa, stream};
+  int* r = sa.allocate(4);
+  sa.deallocate(r, 4);
+
+  // failure_callback_resource_adaptor<bad_alloc> catches a bad_alloc the
+  // upstream throws (librmmgo's own loop catches out_of_memory only).
+  rmm::mr::limiting_resource_adaptor limit{cuda, 1 << 20};
+  int calls = 0;
+  rmm::mr::failure_callback_resource_adaptor<rmm::bad_alloc> fc{limit,
+                                                                [](std::size_t, void* arg) {
+                                                                  return ++*static_cast<int*>(arg) < 3;
+                                                                },
+                                                                &calls};
+  CHECK_THROWS(fc.allocate_sync(4 << 20), rmm::bad_alloc);
+  CHECK(calls == 3);
+  void* f = fc.allocate_sync(1024);
+  fc.deallocate_sync(f, 1024);
+  CHECK(fc.get_upstream_resource() == rmm::device_async_resource_ref{limit});
+
+  rmm::mr::tracking_resource_adaptor tr{cuda, true};
+  void* t1 = tr.allocate_sync(1000);
+  void* t2 = tr.allocate(stream, 2000);
+  CHECK(tr.get_outstanding_allocations().size() == 2 && tr.get_allocated_bytes() == 3000);
+  CHECK(tr.get_outstanding_allocations().at(t2).allocation_size == 2000 &&
+        tr.get_outstanding_allocations().at(t1).strace != nullptr);
+  tr.deallocate_sync(t1, 1000);
+  tr.deallocate(stream, t2, 2000);
+  CHECK(tr.get_outstanding_allocations().empty() && tr.get_allocated_bytes() == 0);
+  stream.synchronize();
+}
+
 int main() {
   test_pool_is_current_everywhere();
+  test_containers_and_26_08_names();
   test_user_resource_over_any_resource();
   test_adaptors_and_errors();
   std::printf("rmm_api_test: %d checks passed, %d failed\n", passed, failed);

@@ -5,6 +5,7 @@
  * so that the reference it hands out is to that object. */
 #pragma once
 #include <rmm/cuda_device.hpp>
+#include <rmm/process_is_exiting.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/detail/rmmgo_handle.hpp>
 #include <rmm/resource_ref.hpp>
@@ -39,6 +40,7 @@ RMM_EXPORT inline std::mutex& ref_map_lock() {
 }
 RMM_EXPORT inline std::map<int, device_slot>& get_ref_map() {
   static auto* m = new std::map<int, device_slot>();  // never destroyed: refs may outlive static destruction
+  rmm::detail::register_process_exit_hook();          // as RMM: the flag is set before the map would go
   return *m;
 }
 inline cuda_memory_resource& initial_resource() {
