@@ -1,6 +1,7 @@
 package heap
 
 import (
+	"errors"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmmgo/rmmgo/core/internal/errs"
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
@@ -177,6 +179,9 @@ func TestReleaseChunksRacesNewLists(t *testing.T) {
 				var held []uintptr
 				for range 8 {
 					p, err := h.Allocate(s, 2<<20)
+					if errors.Is(err, errs.OutOfMemory) {
+						break // the maximum, with other streams' memory unsettled: not this test's business
+					}
 					if err != nil {
 						t.Error(err)
 						return
