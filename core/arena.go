@@ -927,6 +927,15 @@ func (a *Arena) failure(s Stream, size uintptr, cause error) error {
 // was passed to Allocate; memory the arena did not hand out, or already
 // deallocated, gives ErrInvalidPointer.
 func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := a.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(a, fc, ptr, bytes, func(n uintptr) error { return a.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return a.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
 		return nil
 	}
@@ -1175,7 +1184,7 @@ func (a *Arena) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error
 
 // DeallocateBatch deallocates each block.
 func (a *Arena) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(a, s, size, ptrs)
+	return deallocateBatch(a.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the arena takes a block back with the size it was allocated

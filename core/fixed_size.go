@@ -696,6 +696,15 @@ func (f *FixedSize) push(l *blockList, b fixedBlock) {
 // was passed to Allocate. A pointer that is not a block of this resource, or
 // a block not allocated, gives ErrInvalidPointer.
 func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := f.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(f, fc, ptr, bytes, func(n uintptr) error { return f.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return f.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (f *FixedSize) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
 		return nil
 	}
@@ -1005,7 +1014,7 @@ func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintpt
 
 // DeallocateBatch deallocates each block.
 func (f *FixedSize) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(f, s, size, ptrs)
+	return deallocateBatch(f.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: a block is taken back with any size up to the block size.

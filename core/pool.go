@@ -269,6 +269,15 @@ func (p *Pool) allocatePinned(stream Stream, bytes, alignment, size uintptr) (ui
 // hand out, or one already deallocated, gives ErrInvalidPointer; a size
 // that does not match the allocation's gives ErrInvalidArgument.
 func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := p.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(p, fc, ptr, bytes, func(n uintptr) error { return p.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return p.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
 		return nil
 	}
@@ -433,7 +442,7 @@ func (p *Pool) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error)
 
 // DeallocateBatch deallocates each block.
 func (p *Pool) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(p, s, size, ptrs)
+	return deallocateBatch(p.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the pool takes a block back with the size it was allocated
