@@ -186,6 +186,7 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
 	}
+	lendChunk(upstream, base, true)
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
 	a.global.Init(kindArena, r, nil, false)
 	a.global.AddChunk(base, size)
@@ -1087,7 +1088,9 @@ func (a *Arena) Close() error {
 	if err := a.rt.DeviceSynchronize(); err != nil {
 		errs = append(errs, cudaError(kindArena+": synchronizing before returning memory upstream", err))
 	}
+	lendChunk(a.upstream, a.base, false)
 	if err := a.upstream.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment); err != nil {
+		lendChunk(a.upstream, a.base, true)
 		errs = append(errs, fmt.Errorf("%s: returning the global arena upstream: %w", kindArena, err))
 	}
 	errs = append(errs, a.eng.Close(), a.global.Close())

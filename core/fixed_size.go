@@ -334,6 +334,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
+	lendChunk(f.upstream, base, true)
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
 	c := f.index.add(base, int32(len(old)), (f.perChunk+63)/64)
@@ -858,7 +859,9 @@ func (f *FixedSize) Close() error {
 		}
 	}
 	for _, c := range cs {
+		lendChunk(f.upstream, c.base, false)
 		if err := f.upstream.Deallocate(DefaultStream, c.base, f.index.size, DefaultAlignment); err != nil {
+			lendChunk(f.upstream, c.base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}

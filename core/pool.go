@@ -147,6 +147,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
+		lendChunk(upstream, ptr, true)
 		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
@@ -160,6 +161,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	for try >= size {
 		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
 		if err == nil {
+			lendChunk(p.upstream, ptr, true)
 			return ptr, try, nil
 		}
 		if try == size {
@@ -388,7 +390,9 @@ func (p *Pool) giveBack(cs []heap.Span) error {
 		errs = append(errs, cudaError(kindPool+": synchronizing before returning memory upstream", err))
 	}
 	for _, c := range cs {
+		lendChunk(p.upstream, c.Base, false)
 		if err := p.upstream.Deallocate(DefaultStream, c.Base, c.Size, DefaultAlignment); err != nil {
+			lendChunk(p.upstream, c.Base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.Size, c.Base, err))
 		}
 	}
