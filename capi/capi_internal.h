@@ -231,6 +231,20 @@ RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uin
  * their class. O(threads), not O(blocks). */
 RMMGO_INTERNAL size_t rmmgo_tc_holding(uint64_t handle);
 
+/* A user's free of ptr that reached a cached resource another way than
+ * rmm_deallocate on the handle that allocated it (an adaptor over the
+ * resource, Go code: core.FreeClaimer, thread_cache.go). rmmgo_tc_peek: 0
+ * when the table has no entry for ptr (or its handle is gone), else 1 with
+ * the entry's handle, its state word (for rmmgo_tc_claim), whether it is
+ * LIVE (handed out) and the user's size rounded to 256. rmmgo_tc_claim
+ * takes the entry out if its state word is still meta: 1 with the size the
+ * block was allocated with (its class), 0 when it changed meanwhile (look
+ * again). rmmgo_tc_unclaim puts it back (the resource refused the free).
+ * Outside sections. */
+RMMGO_INTERNAL int rmmgo_tc_peek(uintptr_t ptr, uint64_t* handle, uint64_t* meta, int* live, size_t* had);
+RMMGO_INTERNAL int rmmgo_tc_claim(uintptr_t ptr, uint64_t handle, uint64_t meta, size_t* size);
+RMMGO_INTERNAL void rmmgo_tc_unclaim(uintptr_t ptr, uint64_t handle, uint64_t meta);
+
 /* For tests: handle's budget, the part of it no pair reserved, and the
  * bytes cached for it (threads and depot). */
 RMMGO_INTERNAL void rmmgo_tc_budget(uint64_t handle, size_t* budget, int64_t* unreserved, size_t* cached);

@@ -1442,6 +1442,84 @@ void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* depot, size_t* caches
   *caches = k;
 }
 
+/* ------------------------------------------- frees that bypass the cache */
+
+/* A block the table has LIVE may be freed by a path that reaches its
+ * resource without rmm_deallocate on its handle (an adaptor over the
+ * resource that C does not run, Go code): the resource asks its cache
+ * (core.FreeClaimer, thread_cache.go), which takes the entry out here
+ * before the resource frees the block, so that no later free through the
+ * handle finds it LIVE (it would cache a block the resource handed out
+ * again: the same address twice). Under the shard's writer lock: entries do
+ * not move meanwhile, and the free's compare-and-swap of a racing
+ * rmm_deallocate meets the changed state word. */
+
+int rmmgo_tc_peek(uintptr_t ptr, uint64_t* handle, uint64_t* meta, int* live, size_t* had) {
+  tc_shard* s = tc_shard_of(ptr);
+  tc_lock(&s->wlock);
+  tc_ent* e = tc_lookup(atomic_load_explicit(&s->tab, memory_order_relaxed), ptr);
+  uint64_t m = e != NULL ? atomic_load_explicit(&e->meta, memory_order_acquire) : 0;
+  tc_unlock(&s->wlock);
+  if (e == NULL) {
+    return 0;
+  }
+  uint64_t hid = tc_meta_hid(m);
+  tc_mslot* ms = tc_mslot_of(hid, false);
+  uint64_t h = ms != NULL ? atomic_load_explicit(&ms->last, memory_order_acquire) : 0;
+  if (h == 0 || tc_hid(h) != hid) {
+    return 0; /* its handle is gone: so is the entry, in a moment */
+  }
+  *handle = h;
+  *meta = m;
+  *live = tc_meta_state(m) == TC_LIVE;
+  *had = tc_meta_units(m) * 256;
+  return 1;
+}
+
+int rmmgo_tc_claim(uintptr_t ptr, uint64_t handle, uint64_t meta, size_t* size) {
+  if (tc_meta_state(meta) != TC_LIVE) {
+    return 0;
+  }
+  tc_shard* s = tc_shard_of(ptr);
+  tc_lock(&s->wlock);
+  tc_tab* t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+  tc_ent* e = tc_lookup(t, ptr);
+  uint64_t m = meta;
+  /* LIVE -> neither LIVE nor CACHED: a racing free through the handle is
+   * refused as not live from here on. */
+  if (e == NULL || !atomic_compare_exchange_strong_explicit(&e->meta, &m, meta & ~(uint64_t)3, memory_order_acq_rel,
+                                                            memory_order_acquire)) {
+    tc_unlock(&s->wlock);
+    return 0;
+  }
+  tc_erase(s, t, e);
+  tc_unlock(&s->wlock);
+  tc_mslot* ms = tc_mslot_of(handle, false);
+  size_t fixed = ms != NULL ? atomic_load_explicit(&ms->block, memory_order_relaxed) : 0;
+  size_t sz = fixed != 0 ? fixed : tc_class_size(tc_meta_cls(meta));
+  /* The block's rounding left the handle's live blocks. */
+  tc_mslot* acc = tc_account(handle);
+  if (acc != NULL) {
+    atomic_fetch_sub_explicit(&acc->round_gone, (int64_t)sz - (int64_t)(tc_meta_units(meta) << 8), memory_order_relaxed);
+  }
+  *size = sz;
+  return 1;
+}
+
+void rmmgo_tc_unclaim(uintptr_t ptr, uint64_t handle, uint64_t meta) {
+  tc_item where;
+  if (!tc_insert(ptr, meta, &where)) {
+    return; /* no host memory: the block is served uncached from now on */
+  }
+  tc_mslot* ms = tc_mslot_of(handle, false);
+  size_t fixed = ms != NULL ? atomic_load_explicit(&ms->block, memory_order_relaxed) : 0;
+  size_t sz = fixed != 0 ? fixed : tc_class_size(tc_meta_cls(meta));
+  tc_mslot* acc = tc_account(handle);
+  if (acc != NULL) {
+    atomic_fetch_add_explicit(&acc->round_gone, (int64_t)sz - (int64_t)(tc_meta_units(meta) << 8), memory_order_relaxed);
+  }
+}
+
 /* ------------------------------------------------------------ crossings */
 
 /* A call into Go (refill or drain) that also gives back what the depot

@@ -181,6 +181,40 @@ func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
 	return len(blocks) > 0
 }
 
+// ClaimFree forgets ptr when a cache of a handle over res handed it out
+// and a user frees it through a path that reaches res directly (an adaptor
+// C does not run, Go code): core.FreeClaimer. Without it the block's
+// entry stayed LIVE, and a second free through the handle was accepted and
+// cached a block res had handed out again (issue 24). A block the caches
+// hold is refused as not live, a size res does not take for it as res
+// says (CheckFree); the fronts of every handle over res answer alike.
+func (f *tcFront) ClaimFree(res core.Cacheable, ptr, bytes uintptr) (uintptr, func(), bool, error) {
+	for {
+		var h, m C.uint64_t
+		var live C.int
+		var had C.size_t
+		if C.rmmgo_tc_peek(C.uintptr_t(ptr), &h, &m, &live, &had) == 0 {
+			return 0, nil, false, nil
+		}
+		if g := tcFrontOf(uintptr(h)); g == nil || g.res != res {
+			return 0, nil, false, nil // not a block of res's caches: res decides
+		}
+		if live == 0 {
+			return 0, nil, false, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", res.Kind(), core.ErrInvalidPointer, ptr)
+		}
+		if (bytes+core.DefaultAlignment-1)&^(core.DefaultAlignment-1) != uintptr(had) {
+			if err := res.CheckFree(ptr, bytes, uintptr(had)); err != nil {
+				return 0, nil, false, err
+			}
+		}
+		var size C.size_t
+		if C.rmmgo_tc_claim(C.uintptr_t(ptr), h, m, &size) == 0 {
+			continue // freed or handed out meanwhile: look again
+		}
+		return uintptr(size), func() { C.rmmgo_tc_unclaim(C.uintptr_t(ptr), h, m) }, true, nil
+	}
+}
+
 // HeldBytes is what the caches hold for the handle and no user does
 // (core.BlockCache).
 func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }

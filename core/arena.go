@@ -186,6 +186,7 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
 	}
+	lendChunk(upstream, base, true)
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
 	a.global.Init(kindArena, r, nil, false)
 	a.global.AddChunk(base, size)
@@ -927,6 +928,15 @@ func (a *Arena) failure(s Stream, size uintptr, cause error) error {
 // was passed to Allocate; memory the arena did not hand out, or already
 // deallocated, gives ErrInvalidPointer.
 func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := a.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(a, fc, ptr, bytes, func(n uintptr) error { return a.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return a.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -1081,7 +1091,9 @@ func (a *Arena) Close() error {
 	if err := a.rt.DeviceSynchronize(); err != nil {
 		errs = append(errs, cudaError(kindArena+": synchronizing before returning memory upstream", err))
 	}
+	lendChunk(a.upstream, a.base, false)
 	if err := a.upstream.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment); err != nil {
+		lendChunk(a.upstream, a.base, true)
 		errs = append(errs, fmt.Errorf("%s: returning the global arena upstream: %w", kindArena, err))
 	}
 	errs = append(errs, a.eng.Close(), a.global.Close())
@@ -1178,7 +1190,7 @@ func (a *Arena) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error
 
 // DeallocateBatch deallocates each block.
 func (a *Arena) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(a, s, size, ptrs)
+	return deallocateBatch(a.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the arena takes a block back with the size it was allocated

@@ -37,6 +37,9 @@ type Binning struct {
 	// links: caches attached to the Binning, and to each of its
 	// fixed-size bins (cache.go); guarded by mu.
 	links []*binCacheLink
+	// own: the same caches, for claimedFree only (the bins and the
+	// upstream ask them for memory).
+	own caches
 }
 
 // binCacheLink is a cache attached to a Binning: attached to each bin
@@ -327,6 +330,15 @@ func (b *Binning) failed(bin *FixedSize, stream Stream, bytes, alignment uintptr
 
 // Deallocate returns memory to the bin (or upstream) that bytes selects.
 func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := b.own.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(b, fc, ptr, bytes, func(n uintptr) error { return b.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return b.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (b *Binning) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -384,6 +396,9 @@ func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	}
 	if b.closed.Load() {
 		return errClosed(kindBinning)
+	}
+	if fc := b.own.claimer(); fc != nil {
+		return claimedFree(b, fc, ptr, bytes, func(n uintptr) error { return b.target(n).DeallocateSync(ptr, n, alignment) })
 	}
 	return b.target(bytes).DeallocateSync(ptr, bytes, alignment)
 }
@@ -507,7 +522,7 @@ func (b *Binning) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, err
 
 // DeallocateBatch deallocates each block.
 func (b *Binning) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(b, s, size, ptrs)
+	return deallocateBatch(b.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: a free goes to the bin (or upstream) its size selects, which
@@ -567,6 +582,9 @@ func (b *Binning) AttachCache(c BlockCache) func() {
 		// are in use to the upstream: it counts none as not in use.)
 		k.detach = append(k.detach, up.AttachCache(reclaimOnly{c}))
 	}
+	// Its own list too: the caches that hand its blocks out themselves
+	// claim a user's free of one (claimedFree).
+	k.detach = append(k.detach, b.own.attach(c))
 	b.links = append(b.links, k)
 	var once sync.Once
 	return func() {

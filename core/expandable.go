@@ -527,6 +527,15 @@ func (e *Expandable) release() error {
 // already deallocated, gives ErrInvalidPointer; a size that does not match
 // the allocation's gives ErrInvalidArgument.
 func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := e.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(e, fc, ptr, bytes, func(n uintptr) error { return e.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return e.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (e *Expandable) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -673,7 +682,7 @@ func (e *Expandable) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, 
 
 // DeallocateBatch deallocates each block.
 func (e *Expandable) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(e, s, size, ptrs)
+	return deallocateBatch(e.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the resource takes a block back with the size it was

@@ -334,6 +334,7 @@ func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, erro
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
+	lendChunk(f.upstream, base, true)
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
 	c := f.index.add(base, int32(len(old)), (f.perChunk+63)/64)
@@ -696,6 +697,15 @@ func (f *FixedSize) push(l *blockList, b fixedBlock) {
 // was passed to Allocate. A pointer that is not a block of this resource, or
 // a block not allocated, gives ErrInvalidPointer.
 func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := f.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(f, fc, ptr, bytes, func(n uintptr) error { return f.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return f.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (f *FixedSize) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -852,7 +862,9 @@ func (f *FixedSize) Close() error {
 		}
 	}
 	for _, c := range cs {
+		lendChunk(f.upstream, c.base, false)
 		if err := f.upstream.Deallocate(DefaultStream, c.base, f.index.size, DefaultAlignment); err != nil {
+			lendChunk(f.upstream, c.base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}
@@ -1008,7 +1020,7 @@ func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintpt
 
 // DeallocateBatch deallocates each block.
 func (f *FixedSize) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(f, s, size, ptrs)
+	return deallocateBatch(f.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: a block is taken back with any size up to the block size.

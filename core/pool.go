@@ -147,6 +147,7 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
+		lendChunk(upstream, ptr, true)
 		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
@@ -160,6 +161,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	for try >= size {
 		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
 		if err == nil {
+			lendChunk(p.upstream, ptr, true)
 			return ptr, try, nil
 		}
 		if try == size {
@@ -269,6 +271,15 @@ func (p *Pool) allocatePinned(stream Stream, bytes, alignment, size uintptr) (ui
 // hand out, or one already deallocated, gives ErrInvalidPointer; a size
 // that does not match the allocation's gives ErrInvalidArgument.
 func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if fc := p.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(p, fc, ptr, bytes, func(n uintptr) error { return p.deallocateUnclaimed(stream, ptr, n, alignment) })
+	}
+	return p.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
@@ -387,7 +398,9 @@ func (p *Pool) giveBack(cs []heap.Span) error {
 		errs = append(errs, cudaError(kindPool+": synchronizing before returning memory upstream", err))
 	}
 	for _, c := range cs {
+		lendChunk(p.upstream, c.Base, false)
 		if err := p.upstream.Deallocate(DefaultStream, c.Base, c.Size, DefaultAlignment); err != nil {
+			lendChunk(p.upstream, c.Base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.Size, c.Base, err))
 		}
 	}
@@ -441,7 +454,7 @@ func (p *Pool) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error)
 
 // DeallocateBatch deallocates each block.
 func (p *Pool) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(p, s, size, ptrs)
+	return deallocateBatch(p.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the pool takes a block back with the size it was allocated
