@@ -131,6 +131,14 @@ class DeviceBuffer:
     ``ptr`` (host or device memory) the new buffer is a copy of the ``size``
     bytes there. The buffer keeps its resource and stream alive and frees its
     memory on that stream when it goes. ``size == 0`` allocates nothing.
+
+    ``ptr`` is read as it is: on a GPU it must be valid memory (device
+    memory, or host memory CUDA can copy from) of at least ``size`` bytes,
+    which the caller keeps alive until the copy is done (on return for the
+    default stream, else until ``stream`` is synchronized); CUDA may crash
+    the process, or copy garbage, for any other address. The simulated
+    device checks it and raises ``RMMError`` (cudaErrorInvalidValue) for an
+    address that is neither its memory nor mapped host memory.
     """
 
     __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")

@@ -154,3 +154,26 @@ def test_keyboard_interrupt_during_allocation_loses_no_memory():
         caught[0] + in_del[0],
         in_del[0],
     )
+
+
+# ------------------------------------------------------- foreign pointers
+
+
+@pytest.mark.skipif(not SIMULATED, reason="a foreign pointer is undefined behaviour in CUDA")
+def test_buffer_from_unknown_device_pointer_is_an_error():
+    """The simulated device refuses a copy from memory it did not hand out (it used to fault)."""
+    with pytest.raises(rmm.RMMError) as e:
+        rmm.DeviceBuffer(ptr=0xDEADBEEF00, size=16)
+    assert "0xdeadbeef00" in str(e.value).lower()
+    from rmmgo import _bindings as b
+    from rmmgo.device_buffer import copy_device_to_ptr
+
+    buf = rmm.DeviceBuffer(size=256)
+    with pytest.raises(rmm.RMMError):
+        copy_device_to_ptr(buf.ptr + 128, buf.ptr, 256)  # runs past the end of the allocation
+    with pytest.raises(rmm.RMMError):
+        b.lib.rmm_memset(0xDEADBEEF00, 0, 16, None)
+    with pytest.raises(rmm.RMMError):
+        b.lib.rmm_memcpy(0xDEADBEEF00, buf.ptr, 16, None)
+    # What the simulator handed out still copies.
+    rmm.DeviceBuffer(ptr=buf.ptr, size=256)
