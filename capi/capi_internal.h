@@ -14,10 +14,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* Before rmmgo.h: the implementations of the entry points are named
+ * rmmgo_impl_rmm_* (entry.c wraps them; entries.h says why). */
+#include "entries.h"
 #include "rmmgo.h"
 
 /* Internal C functions stay out of librmmgo.so's dynamic symbol table. */
 #define RMMGO_INTERNAL __attribute__((visibility("hidden")))
+
+/* Nonzero in the child of a fork() (entry.c: a pthread_atfork child
+ * handler sets it). Every entry point that may enter Go or take a lock
+ * checks it first and refuses the call (rmmgo_refuse_forked). */
+RMMGO_INTERNAL extern int rmmgo_forked;
+#define RMMGO_FORKED() __builtin_expect(__atomic_load_n(&rmmgo_forked, __ATOMIC_RELAXED) != 0, 0)
+/* Sets the thread's message ("fn: rmmgo cannot be used in a child process
+ * created by fork(): ...") and last status, and returns
+ * RMM_ERROR_NOT_SUPPORTED. Plain C: it enters neither Go nor a lock other
+ * than the message's first allocation (malloc, which glibc makes safe in a
+ * fork's child). */
+RMMGO_INTERNAL rmm_status rmmgo_refuse_forked(const char* fn);
 
 /* Const-qualified spellings of the public parameter types. cgo writes the
  * prototypes of exported Go functions from the C type names a Go signature

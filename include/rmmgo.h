@@ -30,6 +30,19 @@
  *     current (RMM's rule); base resources check it.
  *   - Every function is safe to call from many threads at once, including
  *     threads the library did not create, unless its comment says otherwise.
+ *   - fork(): the library cannot be used in the child of a fork() (without
+ *     exec). Go, which the library runs on, and CUDA do not survive a fork:
+ *     locks the parent's other threads held -- including the Go runtime's
+ *     own threads, which exist whether or not the program made any -- stay
+ *     held in the child. So in such a child every call that would enter the
+ *     library's core fails at once with RMM_ERROR_NOT_SUPPORTED and the
+ *     message "<function>: rmmgo cannot be used in a child process created
+ *     by fork(): ..." (calls that return no status return NULL, 0 or
+ *     nothing and set rmm_last_error_status). rmm_last_error_message,
+ *     rmm_last_error_status, rmm_status_string, rmm_version*,
+ *     rmm_last_out_of_memory_report, rmm_string_free and
+ *     rmm_resource_options_init keep working there. Start children with
+ *     exec (Python: multiprocessing's "spawn" or "forkserver" method).
  *
  * The backend: by default the library loads the CUDA runtime (libcudart.so.13,
  * .12, or the file named by RMMGO_CUDART_LIBRARY). With RMMGO_BACKEND=simulated

@@ -8,6 +8,7 @@ bytearray otherwise.
 
 import ctypes
 import pickle
+import threading
 from ctypes import c_void_p
 from operator import index as _index
 
@@ -98,6 +99,31 @@ def _device_array(obj):
     return int(cai["data"][0] or 0), n
 
 
+# Allocation that a KeyboardInterrupt cannot make lose its block (issue 24).
+# Python checks for signals right after a call returns (and between other
+# bytecodes), so a pointer a C call *returns* is lost when SIGINT arrived
+# during the call: the interrupt is raised before the result is stored. So
+# the library writes the pointer into a per-thread cell (rmm_allocate's out
+# parameter) and the caller takes it from there in a `finally`, which runs
+# whether or not an interrupt was raised after the call; the cell is never
+# shared between threads (ctypes lets the GIL go during the call).
+_allocate = _lib["rmm_allocate"]  # a function object of its own: no errcheck
+_allocate.restype = ctypes.c_int
+_allocate.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]  # (mr, stream, bytes, alignment, &ptr)
+_ALIGNMENT = 256
+
+
+class _Cell(threading.local):
+    """The calling thread's landing cell for rmm_allocate, and its address."""
+
+    def __init__(self):
+        self.cell = c_void_p()
+        self.addr = ctypes.addressof(self.cell)
+
+
+_cell = _Cell()
+
+
 class DeviceBuffer:
     """``size`` bytes of device memory from ``mr`` (default: the current device resource).
 
@@ -105,16 +131,25 @@ class DeviceBuffer:
     ``ptr`` (host or device memory) the new buffer is a copy of the ``size``
     bytes there. The buffer keeps its resource and stream alive and frees its
     memory on that stream when it goes. ``size == 0`` allocates nothing.
+
+    ``ptr`` is read as it is: on a GPU it must be valid memory (device
+    memory, or host memory CUDA can copy from) of at least ``size`` bytes,
+    which the caller keeps alive until the copy is done (on return for the
+    default stream, else until ``stream`` is synchronized); CUDA may crash
+    the process, or copy garbage, for any other address. The simulated
+    device checks it and raises ``RMMError`` (cudaErrorInvalidValue) for an
+    address that is neither its memory nor mapped host memory.
     """
 
     __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")
 
     # The allocation path, bound here (not looked up as module globals, so
     # that __del__ works even late in interpreter shutdown): one C call to
-    # allocate (rmm_allocate_direct, three arguments, the pointer as its
-    # result) and one to free, and for the current resource one more that
-    # stays in C (the token that the kept resource is looked up by).
-    _alloc = _lib.rmm_allocate_direct
+    # allocate (rmm_allocate, into the thread's cell: see _Cell) and one to
+    # free, and for the current resource one more that stays in C (the token
+    # that the kept resource is looked up by).
+    _alloc = _allocate
+    _cell = _cell
     _free = _lib.rmm_deallocate_direct
     _token = _mr._token
     _current = _mr._current_by_token
@@ -139,10 +174,19 @@ class DeviceBuffer:
         if not size:
             self._ptr = 0
             return
-        p = self._alloc(mr._handle, stream._handle, size)
-        if p is None:
-            _allocation_failed(self, size)
-        self._ptr = p
+        self._ptr = 0
+        c = self._cell
+        cell = c.cell
+        try:
+            st = self._alloc(mr._handle, stream._handle, size, _ALIGNMENT, c.addr)
+        finally:
+            # Owned from here on, even when SIGINT is raised at the call's
+            # return: __del__ frees it.
+            self._ptr = cell.value or 0
+            cell.value = None
+        if st:
+            _allocation_failed(self, size, status=st)
+        p = self._ptr
         if ptr:
             _lib.rmm_memcpy(p, ptr, size, stream._handle)
             if stream.is_default():
@@ -289,11 +333,24 @@ class DeviceBuffer:
         new_capacity = as_size_t(new_capacity, "new_capacity")
         if new_capacity <= self._capacity:
             return
-        p = self._alloc(self._mr._handle, s._handle, new_capacity)
-        if p is None:
-            _allocation_failed(None, new_capacity, "DeviceBuffer.reserve")
-        if self._size:
-            _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
+        c = self._cell
+        cell = c.cell
+        p = 0
+        try:
+            try:
+                st = self._alloc(self._mr._handle, s._handle, new_capacity, _ALIGNMENT, c.addr)
+            finally:
+                p = cell.value or 0
+                cell.value = None
+            if st:
+                _allocation_failed(None, new_capacity, "DeviceBuffer.reserve", status=st)
+            if self._size:
+                _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
+        except BaseException:
+            # The copy failed or was interrupted: the new block is nobody's.
+            if p:
+                self._free(self._mr._handle, s._handle, p, new_capacity)
+            raise
         old, old_cap, old_stream = self._ptr, self._capacity, self._stream
         self._ptr, self._capacity, self._stream = p, new_capacity, s
         if old:
@@ -331,13 +388,20 @@ class DeviceBuffer:
         _lib.rmm_prefetch(self._ptr, self._size, device, s._handle)
 
 
-def _allocation_failed(buf, size, what="DeviceBuffer"):
-    """Raise what the failed rmm_allocate_direct left (a MemoryError), leaving buf empty when given."""
+def _allocation_failed(buf, size, what="DeviceBuffer", status=None):
+    """Raise for a failed allocation (a MemoryError), leaving buf empty when given.
+
+    status: what rmm_allocate returned; None: a call that returns no status
+    (rmm_allocate_direct) failed, and the thread's last status says.
+    """
     if buf is not None:
         buf._ptr = 0
         buf._size = buf._capacity = 0
     msg = "%s: cannot allocate %d bytes" % (what, size)
-    _b.raise_for_last_status(msg, allocating=True)
+    if status is not None:
+        _b.raise_for_status(status, msg, allocating=True)
+    else:
+        _b.raise_for_last_status(msg, allocating=True)
     # NULL for a nonzero size with no failure recorded: still no memory.
     raise _b.RMMMemoryError(_b.Status.ERROR_BAD_ALLOC, msg + ": the library returned NULL")
 
@@ -362,13 +426,18 @@ def _buffer(size, stream, mr=None):
     buf._mr = mr
     buf._stream = stream
     buf._size = buf._capacity = size
+    buf._ptr = 0
     if not size:
-        buf._ptr = 0
         return buf
-    p = _alloc(mr._handle, stream._handle, size)
-    if p is None:
-        _allocation_failed(buf, size)
-    buf._ptr = p
+    c = _cell
+    cell = c.cell
+    try:
+        st = _alloc(mr._handle, stream._handle, size, _ALIGNMENT, c.addr)
+    finally:
+        buf._ptr = cell.value or 0  # owned: see DeviceBuffer.__init__
+        cell.value = None
+    if st:
+        _allocation_failed(buf, size, status=st)
     return buf
 
 
