@@ -62,6 +62,7 @@
   X(rmm_deallocate_direct, (rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes), (mr, stream, ptr, bytes)) \
   X(rmm_pool_size, (rmm_resource_t mr, size_t* bytes), (mr, bytes)) \
   X(rmm_pool_used_bytes, (rmm_resource_t mr, size_t* bytes), (mr, bytes)) \
+  X(rmm_pool_peak_size, (rmm_resource_t mr, size_t* bytes), (mr, bytes)) \
   X(rmm_pool_release, (rmm_resource_t mr), (mr)) \
   X(rmm_fixed_size_block_size, (rmm_resource_t mr, size_t* bytes), (mr, bytes)) \
   X(rmm_binning_add_bin, (rmm_resource_t mr, size_t allocation_size, rmm_resource_t bin), (mr, allocation_size, bin)) \
@@ -125,6 +126,7 @@
 #define rmm_deallocate_direct rmmgo_impl_rmm_deallocate_direct
 #define rmm_pool_size rmmgo_impl_rmm_pool_size
 #define rmm_pool_used_bytes rmmgo_impl_rmm_pool_used_bytes
+#define rmm_pool_peak_size rmmgo_impl_rmm_pool_peak_size
 #define rmm_pool_release rmmgo_impl_rmm_pool_release
 #define rmm_fixed_size_block_size rmmgo_impl_rmm_fixed_size_block_size
 #define rmm_binning_add_bin rmmgo_impl_rmm_binning_add_bin
