@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,9 @@ import (
 // build and work, but hang in a fork's child.
 func TestEveryEntryIsGuarded(t *testing.T) {
 	header, err := os.ReadFile("entries.h")
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("entries.h is not in the working directory (a test binary run outside the source tree, as the GPU bundle's)")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

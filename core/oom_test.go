@@ -112,7 +112,7 @@ func TestOOMReportPoolFragmentation(t *testing.T) {
 	if len(r.Streams) != 1 || r.Streams[0].LargestFree != 2<<20 {
 		t.Fatalf("streams %+v", r.Streams)
 	}
-	if e.DeviceTotal != 1<<30 || e.DeviceFree == 0 {
+	if _, total, _ := testRuntime(t).MemGetInfo(); e.DeviceTotal != total || e.DeviceFree == 0 {
 		t.Fatalf("device %d free of %d", e.DeviceFree, e.DeviceTotal)
 	}
 	if !strings.Contains(e.Reading, "32.0 MiB free in the pool but the largest block is 2.0 MiB: fragmentation") {
@@ -173,7 +173,7 @@ func TestOOMReportLimiting(t *testing.T) {
 
 func TestOOMReportCuda(t *testing.T) {
 	cuda, _ := NewCuda()
-	_, err := cuda.Allocate(DefaultStream, 4<<30, DefaultAlignment)
+	_, err := cuda.Allocate(DefaultStream, moreThanTheDevice(t), DefaultAlignment)
 	e := oomOf(t, err)
 	chainIs(t, e, "cuda")
 	r, _ := rt()
@@ -346,7 +346,7 @@ func TestOOMReportCudaAsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Deallocate(DefaultStream, p, 8<<20, DefaultAlignment)
-	_, err = c.Allocate(DefaultStream, 4<<30, DefaultAlignment)
+	_, err = c.Allocate(DefaultStream, moreThanTheDevice(t), DefaultAlignment)
 	e := oomOf(t, err)
 	chainIs(t, e, "cuda_async")
 	r := reportOf(t, e, "cuda_async")
@@ -495,4 +495,14 @@ func TestOOMSnapshotWrittenAtFirstFailure(t *testing.T) {
 	if last := tr[len(tr)-1].(map[string]any); last["action"] != "oom" || last["size"].(float64) != 4<<20 {
 		t.Fatalf("last trace event %v", last)
 	}
+}
+
+// moreThanTheDevice is a request no device of this run can hold: twice its
+// memory (4 GiB was less than an H200's 141 GiB).
+func moreThanTheDevice(t *testing.T) uintptr {
+	_, total, err := testRuntime(t).MemGetInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uintptr(2 * total)
 }

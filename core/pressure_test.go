@@ -155,7 +155,10 @@ func TestPressureOnFailureRetries(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got.Load() != 16 || failures.Load() < 32 || maxRetry.Load() < 1 {
+	// Each allocation failed at least once; most twice (their first retry
+	// is not a spill), but another goroutine's spill can free a block for
+	// it in between (31 failure calls once under the race detector).
+	if got.Load() != 16 || failures.Load() < 16 || maxRetry.Load() < 1 {
 		t.Fatalf("%d allocations, %d failure calls, max retry %d", got.Load(), failures.Load(), maxRetry.Load())
 	}
 	var ooms int

@@ -93,7 +93,10 @@ def main():
             f.write("  %-32s %d\n" % (k, v))
         f.write("memory_allocated %d, max_memory_allocated %d, memory_reserved %d, max_memory_reserved %d\n"
                 % (rt.memory_allocated(), rt.max_memory_allocated(), rt.memory_reserved(), rt.max_memory_reserved()))
-        f.write("torch.cuda.memory_allocated() through the pluggable allocator: %d\n" % torch.cuda.memory_allocated())
+        try:
+            f.write("torch.cuda.memory_allocated() through the pluggable allocator: %d\n" % torch.cuda.memory_allocated())
+        except RuntimeError as exc:  # torch 2.11: "CUDAPluggableAllocator does not yet support getDeviceStats"
+            f.write("torch.cuda.memory_allocated() through the pluggable allocator: %s\n" % exc)
 
     # A request that cannot fit: the report.
     free, total = torch.cuda.mem_get_info()
