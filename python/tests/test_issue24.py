@@ -34,6 +34,7 @@ def test_fork_child_gets_a_clear_error_not_a_hang():
     def busy():
         while not stop.is_set():
             bufs = [rmm.DeviceBuffer(size=256 << (i % 10), mr=stats) for i in range(16)]
+            assert len(bufs) == 16
             del bufs
 
     threads = [threading.Thread(target=busy) for _ in range(4)]
@@ -135,6 +136,7 @@ def test_keyboard_interrupt_during_allocation_loses_no_memory():
                     b = rmm.DeviceBuffer(size=4096, mr=stats)
                     c = [rmm.DeviceBuffer(size=512, mr=stats) for _ in range(4)]
                     b.resize(8192)
+                    assert a.size == 256 and len(c) == 4
                     del a, b, c
             except KeyboardInterrupt:
                 caught[0] += 1
