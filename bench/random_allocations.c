@@ -1202,8 +1202,13 @@ int main(int argc, char** argv) {
   printf("- date: %s\n", date);
   printf("- device: %s (%zu MiB, %zu MiB free at start); backend: %s\n", dev_name, total_b >> 20, free_b >> 20,
          backend);
-  printf("- CUDA runtime %d.%d, driver %d.%d%s%s\n", rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10,
-         cu.loaded ? "; baselines through " : "", cu.loaded ? cu.library : "");
+  if (on_cuda) {
+    printf("- CUDA runtime %d.%d, driver %d.%d%s%s\n", rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10,
+           cu.loaded ? "; baselines through " : "", cu.loaded ? cu.library : "");
+  } else { /* the versions are the simulator's stand-ins, not a CUDA that ran */
+    printf("- CUDA: none, simulated device (it reports runtime %d.%d, driver %d.%d)\n", rt / 1000, (rt % 1000) / 10,
+           drv / 1000, (drv % 1000) / 10);
+  }
   printf("- workload: random allocations (bench/README.md); %d timed repetition(s) (median), %d warm-up; seed %" PRIu64
          " + thread index\n",
          opt.reps, opt.warmup, opt.seed);

@@ -45,9 +45,6 @@ void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate) {
  * rmm_deallocate do not look here (one relaxed load instead of a call). */
 int rmmgo_ap_published;
 
-/* In the child of a fork: nothing is served here (fork.c). */
-void rmmgo_ap_fork_child(void) { __atomic_store_n(&rmmgo_ap_published, 0, __ATOMIC_SEQ_CST); }
-
 #define AP_INDEX_BITS 24 /* a handle's low bits: its registry slot */
 #define AP_CHUNK_BITS 10
 #define AP_CHUNK ((size_t)1 << AP_CHUNK_BITS)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,6 +225,9 @@ func TestAsyncPathDeviceCheck(t *testing.T) {
 	r, err := cudart.Default()
 	require.NoError(t, err)
 	if n, _ := r.GetDeviceCount(); n < 2 {
+		if min, _ := strconv.Atoi(os.Getenv("RMMGO_TEST_MIN_DEVICES")); min >= 2 {
+			t.Fatalf("needs 2 devices: RMMGO_TEST_MIN_DEVICES=%d, but the machine has %d", min, n)
+		}
 		t.Skip("one device")
 	}
 	var h uintptr

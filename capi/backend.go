@@ -16,8 +16,8 @@ import (
 
 // The backend, devices, streams, copies and fills.
 
-//export rmmgo_api_backend_name
-func rmmgo_api_backend_name(name *C.rmmgo_cstr) (st status) {
+//export rmm_backend_name
+func rmm_backend_name(name *C.rmmgo_cstr) (st status) {
 	const fn = "rmm_backend_name"
 	defer recoverTo(fn, &st)
 	if name == nil {
@@ -52,36 +52,36 @@ func intQuery(fn string, out *C.int, q func(cudart.Runtime) (int, error)) status
 	return statusSuccess
 }
 
-//export rmmgo_api_runtime_version
-func rmmgo_api_runtime_version(version *C.int) (st status) {
+//export rmm_runtime_version
+func rmm_runtime_version(version *C.int) (st status) {
 	const fn = "rmm_runtime_version"
 	defer recoverTo(fn, &st)
 	return intQuery(fn, version, cudart.Runtime.RuntimeVersion)
 }
 
-//export rmmgo_api_driver_version
-func rmmgo_api_driver_version(version *C.int) (st status) {
+//export rmm_driver_version
+func rmm_driver_version(version *C.int) (st status) {
 	const fn = "rmm_driver_version"
 	defer recoverTo(fn, &st)
 	return intQuery(fn, version, cudart.Runtime.DriverVersion)
 }
 
-//export rmmgo_api_get_device_count
-func rmmgo_api_get_device_count(count *C.int) (st status) {
+//export rmm_get_device_count
+func rmm_get_device_count(count *C.int) (st status) {
 	const fn = "rmm_get_device_count"
 	defer recoverTo(fn, &st)
 	return intQuery(fn, count, cudart.Runtime.GetDeviceCount)
 }
 
-//export rmmgo_api_get_device
-func rmmgo_api_get_device(device *C.int) (st status) {
+//export rmm_get_device
+func rmm_get_device(device *C.int) (st status) {
 	const fn = "rmm_get_device"
 	defer recoverTo(fn, &st)
 	return intQuery(fn, device, cudart.Runtime.GetDevice)
 }
 
-//export rmmgo_api_device_get_attribute
-func rmmgo_api_device_get_attribute(value *C.int, attribute C.int, device C.int) (st status) {
+//export rmm_device_get_attribute
+func rmm_device_get_attribute(value *C.int, attribute C.int, device C.int) (st status) {
 	const fn = "rmm_device_get_attribute"
 	defer recoverTo(fn, &st)
 	return intQuery(fn, value, func(r cudart.Runtime) (int, error) {
@@ -92,8 +92,8 @@ func rmmgo_api_device_get_attribute(value *C.int, attribute C.int, device C.int)
 	})
 }
 
-//export rmmgo_api_set_device
-func rmmgo_api_set_device(device C.int) (st status) {
+//export rmm_set_device
+func rmm_set_device(device C.int) (st status) {
 	const fn = "rmm_set_device"
 	defer recoverTo(fn, &st)
 	r, err := runtimeOrFail()
@@ -109,8 +109,8 @@ func rmmgo_api_set_device(device C.int) (st status) {
 	return statusSuccess
 }
 
-//export rmmgo_api_mem_get_info
-func rmmgo_api_mem_get_info(freeBytes, totalBytes *C.size_t) (st status) {
+//export rmm_mem_get_info
+func rmm_mem_get_info(freeBytes, totalBytes *C.size_t) (st status) {
 	const fn = "rmm_mem_get_info"
 	defer recoverTo(fn, &st)
 	if freeBytes == nil || totalBytes == nil {
@@ -128,14 +128,14 @@ func rmmgo_api_mem_get_info(freeBytes, totalBytes *C.size_t) (st status) {
 	return statusSuccess
 }
 
-//export rmmgo_api_stream_create
-func rmmgo_api_stream_create(stream *C.rmm_stream_t) (st status) {
+//export rmm_stream_create
+func rmm_stream_create(stream *C.rmm_stream_t) (st status) {
 	defer recoverTo("rmm_stream_create", &st)
 	return streamCreate("rmm_stream_create", stream, cudart.StreamFlagNonBlocking)
 }
 
-//export rmmgo_api_stream_create_with_flags
-func rmmgo_api_stream_create_with_flags(stream *C.rmm_stream_t, flags C.uint) (st status) {
+//export rmm_stream_create_with_flags
+func rmm_stream_create_with_flags(stream *C.rmm_stream_t, flags C.uint) (st status) {
 	const fn = "rmm_stream_create_with_flags"
 	defer recoverTo(fn, &st)
 	if flags&^C.uint(cudart.StreamFlagNonBlocking) != 0 {
@@ -160,8 +160,8 @@ func streamCreate(fn string, stream *C.rmm_stream_t, flags uint32) status {
 	return statusSuccess
 }
 
-//export rmmgo_api_stream_destroy
-func rmmgo_api_stream_destroy(stream C.rmm_stream_t) (st status) {
+//export rmm_stream_destroy
+func rmm_stream_destroy(stream C.rmm_stream_t) (st status) {
 	const fn = "rmm_stream_destroy"
 	defer recoverTo(fn, &st)
 	s := streamValue(stream)
@@ -178,8 +178,8 @@ func rmmgo_api_stream_destroy(stream C.rmm_stream_t) (st status) {
 	return statusSuccess
 }
 
-//export rmmgo_api_stream_synchronize
-func rmmgo_api_stream_synchronize(stream C.rmm_stream_t) (st status) {
+//export rmm_stream_synchronize
+func rmm_stream_synchronize(stream C.rmm_stream_t) (st status) {
 	const fn = "rmm_stream_synchronize"
 	defer recoverTo(fn, &st)
 	r, err := runtimeOrFail()
@@ -196,8 +196,8 @@ func rmmgo_api_stream_synchronize(stream C.rmm_stream_t) (st status) {
 	return statusSuccess
 }
 
-//export rmmgo_api_device_synchronize
-func rmmgo_api_device_synchronize() (st status) {
+//export rmm_device_synchronize
+func rmm_device_synchronize() (st status) {
 	const fn = "rmm_device_synchronize"
 	defer recoverTo(fn, &st)
 	r, err := runtimeOrFail()
@@ -210,8 +210,8 @@ func rmmgo_api_device_synchronize() (st status) {
 	return statusSuccess
 }
 
-//export rmmgo_api_memcpy
-func rmmgo_api_memcpy(dst unsafe.Pointer, src C.rmmgo_const_voidp, bytes C.size_t, stream C.rmm_stream_t) (st status) {
+//export rmm_memcpy
+func rmm_memcpy(dst unsafe.Pointer, src C.rmmgo_const_voidp, bytes C.size_t, stream C.rmm_stream_t) (st status) {
 	const fn = "rmm_memcpy"
 	defer recoverTo(fn, &st)
 	if bytes == 0 {
@@ -233,8 +233,8 @@ func rmmgo_api_memcpy(dst unsafe.Pointer, src C.rmmgo_const_voidp, bytes C.size_
 	return statusSuccess
 }
 
-//export rmmgo_api_memset
-func rmmgo_api_memset(ptr unsafe.Pointer, value C.int, bytes C.size_t, stream C.rmm_stream_t) (st status) {
+//export rmm_memset
+func rmm_memset(ptr unsafe.Pointer, value C.int, bytes C.size_t, stream C.rmm_stream_t) (st status) {
 	const fn = "rmm_memset"
 	defer recoverTo(fn, &st)
 	if bytes == 0 {
@@ -256,8 +256,8 @@ func rmmgo_api_memset(ptr unsafe.Pointer, value C.int, bytes C.size_t, stream C.
 	return statusSuccess
 }
 
-//export rmmgo_api_prefetch
-func rmmgo_api_prefetch(ptr C.rmmgo_const_voidp, bytes C.size_t, device C.int, stream C.rmm_stream_t) (st status) {
+//export rmm_prefetch
+func rmm_prefetch(ptr C.rmmgo_const_voidp, bytes C.size_t, device C.int, stream C.rmm_stream_t) (st status) {
 	const fn = "rmm_prefetch"
 	defer recoverTo(fn, &st)
 	if ptr == nil && bytes != 0 {

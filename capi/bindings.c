@@ -14,8 +14,6 @@
 
 /* One int per thread, set by every call that returns no status. */
 static __thread int rmmgo_last_status;
-/* And the pointer rmm_allocate_direct last returned. */
-static __thread void* rmmgo_last_direct;
 
 void rmmgo_set_last_status(rmm_status st) { rmmgo_last_status = (int)st; }
 
@@ -27,12 +25,8 @@ void* rmm_allocate_direct(rmm_resource_t mr, rmm_stream_t stream, size_t bytes) 
   void* p = NULL;
   rmm_status st = rmm_allocate(mr, stream, bytes, RMM_DEFAULT_ALIGNMENT, &p);
   rmmgo_last_status = (int)st;
-  p = st == RMM_SUCCESS ? p : NULL;
-  rmmgo_last_direct = p;
-  return p;
+  return st == RMM_SUCCESS ? p : NULL;
 }
-
-void* rmm_last_direct_allocation(void) { return rmmgo_last_direct; }
 
 rmm_status rmm_deallocate_direct(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes) {
   return rmm_deallocate(mr, stream, ptr, bytes, RMM_DEFAULT_ALIGNMENT);
@@ -64,9 +58,6 @@ static _Atomic uintptr_t rmmgo_get_last_error;
 /* The calling thread's current device, or -1 when it cannot be read. */
 static int rmmgo_token_device(void) {
   uintptr_t fn = atomic_load_explicit(&rmmgo_get_device, memory_order_acquire);
-  if (fn != RMMGO_DEVICE_ONLY_ZERO && RMMGO_FORKED()) {
-    return -1; /* neither Go nor CUDA in the child of a fork (fork.c) */
-  }
   if (fn == 0) {
     uintptr_t gd = 0, gle = 0;
     int count = 0;

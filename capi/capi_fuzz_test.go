@@ -74,7 +74,6 @@ type fzHandle struct {
 	alignment  uint64 // aligned: the alignment and the threshold
 	threshold  uint64
 	logFile    string
-	zeros      int // statistics: zero-byte allocations through it, not freed
 }
 
 func (h *fzHandle) total() int {
@@ -355,7 +354,6 @@ func (s *fzState) check() {
 		case kStatistics:
 			b, c, st := statisticsValues(h.h)
 			s.expectStatus("rmm_statistics_get", st, testStatusSuccess)
-			count += uint64(h.zeros) // zero-byte allocations count, as in RMM
 			if uint64(b) != bytes || uint64(c) != count {
 				s.fatalf("statistics handle %d counts %d bytes in %d allocations, the model %d in %d", i, b, c, bytes, count)
 			}
@@ -482,46 +480,7 @@ func (s *fzState) liveAlloc(b byte) int {
 // refuse fails unless a free the program knows to be wrong was refused.
 func (s *fzState) refuse(what string, st status) {
 	s.t.Helper()
-	s.expectStatus(what, st, testStatusInvalidPointer, testStatusInvalidArg, testStatusBadAlignment)
-}
-
-// zero allocates 0 bytes through handle i, or frees such an allocation
-// (NULL, 0): success and NULL on every kind; a statistics adaptor counts
-// one allocation of 0 bytes and its free uncounts it, as RMM's does.
-func (s *fzState) zero(i int, free bool) {
-	h := s.hs[i]
-	if free && h.zeros > 0 {
-		s.expectStatus("freeing a zero-byte allocation", rmm_deallocate(toHandle(h.h), nil, nil, 0, 256), testStatusSuccess)
-		h.zeros--
-	} else {
-		var p unsafe.Pointer
-		s.expectStatus("allocating 0 bytes", rmm_allocate(toHandle(h.h), nil, 0, 256, &p), testStatusSuccess)
-		if p != nil {
-			s.fatalf("allocating 0 bytes through handle %d gave %p", i, p)
-		}
-		if h.kind == kStatistics {
-			h.zeros++
-		}
-	}
-	s.check()
-}
-
-// passThrough reports whether every handle from i down to j (excluded)
-// only passes a free on, keeping nothing about it (logging, prefetch,
-// thread_safe, and an aligned adaptor that did not over-align n bytes).
-func (s *fzState) passThrough(i, j int, n uint64) bool {
-	for ; i >= 0 && i != j; i = s.hs[i].up {
-		switch h := s.hs[i]; h.kind {
-		case kLogging, kPrefetch, kThreadSafe:
-		case kAligned:
-			if s.upstreamSize(i, n) != n {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return i == j
+	s.expectStatus(what, st, testStatusInvalidPointer, testStatusInvalidArg)
 }
 
 func FuzzCAPI(f *testing.F) {
@@ -541,6 +500,14 @@ func FuzzCAPI(f *testing.F) {
 	// A pool over cuda (served by the per-thread cache): free twice, a
 	// wrong size, an interior pointer, through the pool's upstream.
 	f.Add(prog(0, 0, 0, 1, 0, 0, 1, 2, 1, 6, 0, 6, 0, 2, 1, 6, 0, 7, 0, 0, 8, 0, 3, 19, 0, 0, 5, 0))
+	// Issue 24: interior pointers off the grid, size 0 and alignment 3
+	// through a pool, an arena, statistics and limiting over them, and
+	// cuda (ops 148 = 8|0x80, 147 = 7|0x80, 67 = 7|0x40, 207 = 7|0xc0: op
+	// is the byte mod 20, the flags its high bits).
+	f.Add(prog(0, 0, 0, 1, 0, 0, 1, 1, 0, 1, 8, 1, 1, 8, 2,
+		2, 1, 1, 0, 2, 2, 3, 1, 2, 3, 5, 0, 2, 0, 2, 0,
+		148, 0, 0, 148, 1, 127, 148, 2, 254, 148, 3, 1,
+		147, 0, 0, 67, 1, 0, 207, 2, 3, 147, 3, 0, 67, 4, 0, 4, 0, 4, 0))
 	// Stale and forged handles.
 	f.Add(prog(0, 1, 4, 0, 4, 0, 1, 0, 0, 3, 16, 0, 16, 3, 2, 0, 5, 1))
 	f.Fuzz(func(t *testing.T, program []byte) {
@@ -587,9 +554,7 @@ func FuzzCAPI(f *testing.F) {
 				i := s.pick(next(), nil)
 				n := fzSizes[int(next())%len(fzSizes)]
 				st := stream(next())
-				if i >= 0 && op&0x80 != 0 {
-					s.zero(i, n&1 != 0) // zero bytes: st unused
-				} else if i >= 0 && len(s.allocs) < 40 {
+				if i >= 0 && len(s.allocs) < 40 {
 					s.allocate(i, n, st, op&0x40 != 0)
 				}
 			case 4, 5: // free, perhaps on another stream
@@ -609,38 +574,30 @@ func FuzzCAPI(f *testing.F) {
 					s.refuse("a second free", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), a.p, cSize(a.n), 256))
 					s.check()
 				}
-			case 7: // a wrong size: larger than any class the block's could be, 0, or with an alignment that is no power of two
+			case 7: // a wrong size
 				if k := s.liveAlloc(next()); k >= 0 {
 					a := s.allocs[k]
-					x := next()
-					wrong, align := a.n+2<<20+1+uint64(x), uint64(256)
-					switch x % 5 {
-					case 1:
-						wrong = 0
-					case 2:
-						wrong, align = a.n, [...]uint64{0, 3, 48, 257}[x/5%4]
+					wrong := a.n + 2<<20 + 1 + uint64(next())
+					if op&0x80 != 0 {
+						wrong = 0 // issue 24: size 0 freed nothing and said yes
 					}
-					h := toHandle(s.hs[a.via].h)
-					what := fmt.Sprintf("freeing %d bytes of %d, alignment %d", wrong, a.n, align)
-					if x&0x80 != 0 {
-						s.refuse(what+", sync", rmm_deallocate_sync(h, a.p, cSize(wrong), cSize(align)))
-					} else {
-						s.refuse(what, rmm_deallocate(h, toStream(a.stream), a.p, cSize(wrong), cSize(align)))
+					s.refuse(fmt.Sprintf("freeing %d bytes of %d", wrong, a.n), rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), a.p, cSize(wrong), 256))
+					if op&0x40 != 0 { // the right size, alignment 3
+						s.expectStatus("freeing with alignment 3", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), a.p, cSize(a.n), 3), testStatusBadAlignment)
 					}
 					s.check()
 				}
-			case 8: // an interior pointer: a multiple of 256 into the block (even byte), or any offset (odd byte: 1..255 in the first unit too)
-				if k := s.liveAlloc(next()); k >= 0 && s.allocs[k].n > 1 {
+			case 8: // an interior pointer
+				if k := s.liveAlloc(next()); k >= 0 && op&0x80 != 0 {
+					// Issue 24: p+1..p+255 shared p's slot in a heap's index.
 					a := s.allocs[k]
-					b := uint64(next())
-					var off uint64
-					if b&1 == 0 && a.n > 256 {
-						off = 256 * (1 + b%((a.n-1)/256))
-					} else {
-						off = 1 + (b*73+b>>1)%(a.n-1)
-					}
-					size := [...]uint64{a.n - off, a.n}[b>>7]
-					s.refuse(fmt.Sprintf("an interior pointer, offset %d", off), rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), unsafe.Add(a.p, off), cSize(size), 256))
+					off := 1 + uint64(next())%255
+					s.refuse("an interior pointer off the grid", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), unsafe.Add(a.p, off), cSize(a.n), 256))
+					s.check()
+				} else if k >= 0 && s.allocs[k].n > 256 {
+					a := s.allocs[k]
+					off := 256 * (1 + uint64(next())%((a.n-1)/256))
+					s.refuse("an interior pointer", rmm_deallocate(toHandle(s.hs[a.via].h), toStream(a.stream), unsafe.Add(a.p, off), cSize(a.n-off), 256))
 					s.check()
 				}
 			case 9: // retain
@@ -696,13 +653,9 @@ func FuzzCAPI(f *testing.F) {
 					s.dropped(closing)
 				}
 				s.check()
-			case 15: // free through an equal handle, or through an adaptor over the handle and then the handle
+			case 15: // free through an equal handle
 				if k := s.liveAlloc(next()); k >= 0 {
 					a := s.allocs[k]
-					if op&0x80 != 0 {
-						s.freeTwoWays(k, next())
-						break
-					}
 					j := s.pick(next(), func(h *fzHandle) bool { return h.kind == s.hs[a.via].kind })
 					if j < 0 {
 						break
@@ -740,11 +693,7 @@ func FuzzCAPI(f *testing.F) {
 				if k := s.liveAlloc(next()); k >= 0 {
 					a := s.allocs[k]
 					j := s.pick(next(), func(h *fzHandle) bool { return h.up < 0 && !isSub(h.kind) })
-					// Memory a base resource of j's kind holds for the
-					// allocation's own handle is j's to free (equal
-					// resources); a sub-allocator's block is never j's, not
-					// even one that starts where its chunk does.
-					if j < 0 || !isSub(s.hs[a.owner].kind) && (s.through(a.via, j) || s.sharesBase(a.via, j)) {
+					if j < 0 || s.through(a.via, j) || s.sharesBase(a.via, j) {
 						break
 					}
 					s.refuse("memory of an unrelated resource", rmm_deallocate(toHandle(s.hs[j].h), toStream(a.stream), a.p, cSize(a.n), 256))
@@ -847,47 +796,6 @@ func warmDevice(t *testing.T) {
 	}
 	_ = rmm_stream_destroy(toStream(sv))
 	_ = rmm_device_synchronize()
-}
-
-// freeTwoWays frees allocation k through a handle that only passes frees
-// on to the allocation's handle, and then through the allocation's handle
-// (b odd), or the other way round: exactly one of the two frees is
-// accepted (with the thread cache on, a block freed through Go was left
-// LIVE in the cache's table, and the second free handed it out twice).
-func (s *fzState) freeTwoWays(k int, b byte) {
-	a := s.allocs[k]
-	j := s.pick(b>>1, func(h *fzHandle) bool { return s.passThrough(s.index(h), a.via, a.n) && s.index(h) != a.via })
-	if j < 0 {
-		return
-	}
-	s.verify(a)
-	if a.stream != 0 {
-		s.expectStatus("rmm_stream_synchronize", rmm_stream_synchronize(toStream(a.stream)), testStatusSuccess)
-	}
-	first, second := toHandle(s.hs[j].h), toHandle(s.hs[a.via].h)
-	if b&1 == 0 {
-		first, second = second, first
-	}
-	x := rmm_deallocate(first, toStream(a.stream), a.p, cSize(a.n), 256)
-	s.expectStatus("the first of two frees", x, testStatusSuccess, testStatusInvalidPointer, testStatusInvalidArg)
-	y := rmm_deallocate(second, toStream(a.stream), a.p, cSize(a.n), 256)
-	if x == testStatusSuccess {
-		s.refuse("a free after the block was freed through another handle", y)
-	} else {
-		s.expectStatus("the second of two frees", y, testStatusSuccess)
-	}
-	s.allocs = append(s.allocs[:k], s.allocs[k+1:]...)
-	s.check()
-}
-
-// index is h's index in the model.
-func (s *fzState) index(h *fzHandle) int {
-	for i, x := range s.hs {
-		if x == h {
-			return i
-		}
-	}
-	return -1
 }
 
 // subAbove reports whether a live sub-allocator was made over handle i

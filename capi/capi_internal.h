@@ -14,10 +14,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* Before rmmgo.h: the implementations of the entry points are named
+ * rmmgo_impl_rmm_* (entry.c wraps them; entries.h says why). */
+#include "entries.h"
 #include "rmmgo.h"
 
 /* Internal C functions stay out of librmmgo.so's dynamic symbol table. */
 #define RMMGO_INTERNAL __attribute__((visibility("hidden")))
+
+/* Nonzero in the child of a fork() (entry.c: a pthread_atfork child
+ * handler sets it). Every entry point that may enter Go or take a lock
+ * checks it first and refuses the call (rmmgo_refuse_forked). */
+RMMGO_INTERNAL extern int rmmgo_forked;
+#define RMMGO_FORKED() __builtin_expect(__atomic_load_n(&rmmgo_forked, __ATOMIC_RELAXED) != 0, 0)
+/* Sets the thread's message ("fn: rmmgo cannot be used in a child process
+ * created by fork(): ...") and last status, and returns
+ * RMM_ERROR_NOT_SUPPORTED. Plain C: it enters neither Go nor a lock other
+ * than the message's first allocation (malloc, which glibc makes safe in a
+ * fork's child). */
+RMMGO_INTERNAL rmm_status rmmgo_refuse_forked(const char* fn);
 
 /* Const-qualified spellings of the public parameter types. cgo writes the
  * prototypes of exported Go functions from the C type names a Go signature
@@ -26,22 +41,6 @@
 typedef const rmm_resource_options rmmgo_const_options;
 typedef const char* rmmgo_cstr;
 typedef const void* rmmgo_const_voidp;
-
-/* The child of a fork() (fork.c): rmmgo_forked is set there, and every call
- * that would enter Go returns rmmgo_fork_refuse(its name) instead. */
-RMMGO_INTERNAL extern int rmmgo_forked;
-RMMGO_INTERNAL rmm_status rmmgo_fork_refuse(const char* fn);
-#define RMMGO_FORKED() __builtin_expect(__atomic_load_n(&rmmgo_forked, __ATOMIC_RELAXED) != 0, 0)
-#define RMMGO_FORK_GATE(fn)              \
-  do {                                   \
-    if (RMMGO_FORKED()) {                \
-      return rmmgo_fork_refuse(#fn);     \
-    }                                    \
-  } while (0)
-/* What the child handler turns off: the per-thread cache (thread_cache.c)
- * and the C path of the cuda_async kinds (async_path.c). */
-RMMGO_INTERNAL void rmmgo_tc_fork_child(void);
-RMMGO_INTERNAL void rmmgo_ap_fork_child(void);
 
 /* The calling thread's last error message (errors.c). */
 RMMGO_INTERNAL void rmmgo_set_message(const char* msg, size_t len);
@@ -205,6 +204,7 @@ typedef struct rmmgo_tc_call {
 #define RMMGO_TC_SIZE 1     /* a live block of this handle, another size */
 #define RMMGO_TC_NOT_LIVE 2 /* a block the cache holds: a double free */
 #define RMMGO_TC_FOREIGN 3  /* a live block of another handle */
+#define RMMGO_TC_INTERIOR 4 /* not 256-byte aligned: no block starts there */
 /* Which call frees (for messages). */
 #define RMMGO_TC_FREE 0      /* rmm_deallocate */
 #define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */
@@ -214,7 +214,8 @@ typedef struct rmmgo_tc_call {
 RMMGO_INTERNAL size_t rmmgo_tc_class_max(void);
 
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
- * environment turns it off; read once. */
+ * environment turns it off; read once. Another value than those and 1, on,
+ * true, yes leaves it on with a warning on stderr. */
 RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
 /* The registry's mirror: publish makes handle servable from C with its
@@ -244,6 +245,20 @@ RMMGO_INTERNAL rmmgo_tc_block* rmmgo_tc_collect(uint64_t handle, int by_key, uin
  * blocks (threads' and the depot's) and the rounding of live blocks up to
  * their class. O(threads), not O(blocks). */
 RMMGO_INTERNAL size_t rmmgo_tc_holding(uint64_t handle);
+
+/* A user's free of ptr that reached a cached resource another way than
+ * rmm_deallocate on the handle that allocated it (an adaptor over the
+ * resource, Go code: core.FreeClaimer, thread_cache.go). rmmgo_tc_peek: 0
+ * when the table has no entry for ptr (or its handle is gone), else 1 with
+ * the entry's handle, its state word (for rmmgo_tc_claim), whether it is
+ * LIVE (handed out) and the user's size rounded to 256. rmmgo_tc_claim
+ * takes the entry out if its state word is still meta: 1 with the size the
+ * block was allocated with (its class), 0 when it changed meanwhile (look
+ * again). rmmgo_tc_unclaim puts it back (the resource refused the free).
+ * Outside sections. */
+RMMGO_INTERNAL int rmmgo_tc_peek(uintptr_t ptr, uint64_t* handle, uint64_t* meta, int* live, size_t* had);
+RMMGO_INTERNAL int rmmgo_tc_claim(uintptr_t ptr, uint64_t handle, uint64_t meta, size_t* size);
+RMMGO_INTERNAL void rmmgo_tc_unclaim(uintptr_t ptr, uint64_t handle, uint64_t meta);
 
 /* For tests: handle's budget, the part of it no pair reserved, and the
  * bytes cached for it (threads and depot). */

@@ -142,8 +142,11 @@ func TestKindsAreAllNamed(t *testing.T) {
 		assert.Equal(t, k.name, kindsByEnum[k.kind].name)
 		assert.Equal(t, k.class, goString(className(&namedKind{fakeResource{name: k.name}})), k.name)
 	}
-	assert.Len(t, kindsByName, 22)
-	assert.Len(t, kindsByEnum, 22)
+	// The table's 22 kinds and the external kind (external.go), which
+	// registers itself and is made by rmm_resource_create_external only.
+	assert.Len(t, kindsByName, 23)
+	assert.Len(t, kindsByEnum, 23)
+	assert.Equal(t, "external_memory_resource", kindsByName["external"].class)
 	// A Go resource with a kind of its own still has a name.
 	assert.Equal(t, "mine", goString(className(&namedKind{fakeResource{name: "mine"}})))
 }

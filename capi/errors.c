@@ -13,9 +13,10 @@
 /* ------------------------------------------------ the per-thread message */
 
 /* Long enough for any message the library writes (they name what failed,
- * the CUDA error and, for a panic, where it happened); longer ones are cut
+ * the CUDA error and, for a panic, where it happened; an out-of-memory
+ * message carries its report, docs/out-of-memory.md); longer ones are cut
  * with "...". */
-#define RMMGO_MESSAGE_CAPACITY 2048
+#define RMMGO_MESSAGE_CAPACITY 8192
 
 /* The buffer is allocated on a thread's first failure, not reserved as
  * static TLS: a library loaded with dlopen (ctypes does) gets only a few

@@ -266,10 +266,6 @@ static int fw_deallocate(int which, void* p, uintptr_t stream) {
 /* --------------------------------------------------------- entry points */
 
 void* rmm_cupy_malloc(void* param, size_t bytes, int device) {
-  if (RMMGO_FORKED()) {
-    rmmgo_set_last_status(rmmgo_fork_refuse("rmm_cupy_malloc"));
-    return NULL;
-  }
   void* p = NULL;
   rmm_status st;
   if (param == NULL && fw_allocate("rmm_cupy_malloc", bytes, device, 0, &p, &st)) {
@@ -283,10 +279,6 @@ void* rmm_cupy_malloc(void* param, size_t bytes, int device) {
 }
 
 void rmm_cupy_free(void* param, void* ptr, int device) {
-  if (RMMGO_FORKED()) {
-    (void)rmmgo_fork_refuse("rmm_cupy_free");
-    return;
-  }
   if (fw_deallocate(RMMGO_FRAMEWORK_CUPY, ptr, 0)) {
     return;
   }
@@ -294,10 +286,6 @@ void rmm_cupy_free(void* param, void* ptr, int device) {
 }
 
 void* rmm_torch_allocate(size_t bytes, int device, void* stream) {
-  if (RMMGO_FORKED()) {
-    rmmgo_set_last_status(rmmgo_fork_refuse("rmm_torch_allocate"));
-    return NULL;
-  }
   void* p = NULL;
   rmm_status st;
   if (fw_allocate("rmm_torch_allocate", bytes, device, (uintptr_t)stream, &p, &st)) {
@@ -311,10 +299,6 @@ void* rmm_torch_allocate(size_t bytes, int device, void* stream) {
 }
 
 void rmm_torch_deallocate(void* ptr, size_t bytes, int device, void* stream) {
-  if (RMMGO_FORKED()) {
-    (void)rmmgo_fork_refuse("rmm_torch_deallocate");
-    return;
-  }
   if (fw_deallocate(RMMGO_FRAMEWORK_TORCH, ptr, (uintptr_t)stream)) {
     return;
   }

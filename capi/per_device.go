@@ -124,8 +124,8 @@ func setPerDevice(fn string, dev int, mr C.rmm_resource_t, reset bool, previous 
 	return statusSuccess
 }
 
-//export rmmgo_api_get_current_device_resource
-func rmmgo_api_get_current_device_resource(out *C.rmm_resource_t) (st status) {
+//export rmm_get_current_device_resource
+func rmm_get_current_device_resource(out *C.rmm_resource_t) (st status) {
 	const fn = "rmm_get_current_device_resource"
 	defer recoverTo(fn, &st)
 	dev, err := currentDevice()
@@ -135,8 +135,8 @@ func rmmgo_api_get_current_device_resource(out *C.rmm_resource_t) (st status) {
 	return getPerDevice(fn, dev, out)
 }
 
-//export rmmgo_api_set_current_device_resource
-func rmmgo_api_set_current_device_resource(mr C.rmm_resource_t, previous *C.rmm_resource_t) (st status) {
+//export rmm_set_current_device_resource
+func rmm_set_current_device_resource(mr C.rmm_resource_t, previous *C.rmm_resource_t) (st status) {
 	const fn = "rmm_set_current_device_resource"
 	defer recoverTo(fn, &st)
 	dev, err := currentDevice()
@@ -146,8 +146,8 @@ func rmmgo_api_set_current_device_resource(mr C.rmm_resource_t, previous *C.rmm_
 	return setPerDevice(fn, dev, mr, false, previous)
 }
 
-//export rmmgo_api_reset_current_device_resource
-func rmmgo_api_reset_current_device_resource(previous *C.rmm_resource_t) (st status) {
+//export rmm_reset_current_device_resource
+func rmm_reset_current_device_resource(previous *C.rmm_resource_t) (st status) {
 	const fn = "rmm_reset_current_device_resource"
 	defer recoverTo(fn, &st)
 	dev, err := currentDevice()
@@ -157,22 +157,22 @@ func rmmgo_api_reset_current_device_resource(previous *C.rmm_resource_t) (st sta
 	return setPerDevice(fn, dev, nil, true, previous)
 }
 
-//export rmmgo_api_get_per_device_resource
-func rmmgo_api_get_per_device_resource(device C.int, out *C.rmm_resource_t) (st status) {
+//export rmm_get_per_device_resource
+func rmm_get_per_device_resource(device C.int, out *C.rmm_resource_t) (st status) {
 	fn := fmt.Sprintf("rmm_get_per_device_resource(%d)", device)
 	defer recoverTo(fn, &st)
 	return getPerDevice(fn, int(device), out)
 }
 
-//export rmmgo_api_set_per_device_resource
-func rmmgo_api_set_per_device_resource(device C.int, mr C.rmm_resource_t, previous *C.rmm_resource_t) (st status) {
+//export rmm_set_per_device_resource
+func rmm_set_per_device_resource(device C.int, mr C.rmm_resource_t, previous *C.rmm_resource_t) (st status) {
 	fn := fmt.Sprintf("rmm_set_per_device_resource(%d)", device)
 	defer recoverTo(fn, &st)
 	return setPerDevice(fn, int(device), mr, false, previous)
 }
 
-//export rmmgo_api_reset_per_device_resource
-func rmmgo_api_reset_per_device_resource(device C.int, previous *C.rmm_resource_t) (st status) {
+//export rmm_reset_per_device_resource
+func rmm_reset_per_device_resource(device C.int, previous *C.rmm_resource_t) (st status) {
 	fn := fmt.Sprintf("rmm_reset_per_device_resource(%d)", device)
 	defer recoverTo(fn, &st)
 	return setPerDevice(fn, int(device), nil, true, previous)

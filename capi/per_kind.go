@@ -74,19 +74,27 @@ var (
 
 type poolResource interface {
 	PoolSize() uintptr
+	PeakPoolSize() uintptr
 	UsedBytes() uintptr
 	Release() error
 }
 
-//export rmmgo_api_pool_size
-func rmmgo_api_pool_size(mr C.rmm_resource_t, bytes *C.size_t) status {
+//export rmm_pool_size
+func rmm_pool_size(mr C.rmm_resource_t, bytes *C.size_t) status {
 	return getSize("rmm_pool_size", mr, poolKinds, "bytes", bytes, func(p poolResource, _ *entry) uintptr {
 		return p.PoolSize()
 	})
 }
 
-//export rmmgo_api_pool_used_bytes
-func rmmgo_api_pool_used_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
+//export rmm_pool_peak_size
+func rmm_pool_peak_size(mr C.rmm_resource_t, bytes *C.size_t) status {
+	return getSize("rmm_pool_peak_size", mr, poolKinds, "bytes", bytes, func(p poolResource, _ *entry) uintptr {
+		return p.PeakPoolSize()
+	})
+}
+
+//export rmm_pool_used_bytes
+func rmm_pool_used_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
 	// The pool's own count: it leaves out what the thread caches hold (they
 	// are attached to it), as for every language.
 	return getSize("rmm_pool_used_bytes", mr, poolKinds, "bytes", bytes, func(p poolResource, _ *entry) uintptr {
@@ -94,8 +102,8 @@ func rmmgo_api_pool_used_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
 	})
 }
 
-//export rmmgo_api_pool_release
-func rmmgo_api_pool_release(mr C.rmm_resource_t) status {
+//export rmm_pool_release
+func rmm_pool_release(mr C.rmm_resource_t) status {
 	const fn = "rmm_pool_release"
 	return onKind(fn, mr, poolKinds, func(p poolResource, e *entry) status {
 		tcFlush(e.handle) // cached blocks are free: let their chunks go too
@@ -108,8 +116,8 @@ func rmmgo_api_pool_release(mr C.rmm_resource_t) status {
 
 // ---------------------------------------------------------- fixed_size
 
-//export rmmgo_api_fixed_size_block_size
-func rmmgo_api_fixed_size_block_size(mr C.rmm_resource_t, bytes *C.size_t) status {
+//export rmm_fixed_size_block_size
+func rmm_fixed_size_block_size(mr C.rmm_resource_t, bytes *C.size_t) status {
 	return getSize("rmm_fixed_size_block_size", mr, fixedSizeKinds, "bytes", bytes,
 		func(f interface{ BlockSize() uintptr }, _ *entry) uintptr { return f.BlockSize() })
 }
@@ -120,8 +128,8 @@ type binningResource interface {
 	AddBin(size uintptr, bin core.Resource) error
 }
 
-//export rmmgo_api_binning_add_bin
-func rmmgo_api_binning_add_bin(mr C.rmm_resource_t, allocationSize C.size_t, bin C.rmm_resource_t) status {
+//export rmm_binning_add_bin
+func rmm_binning_add_bin(mr C.rmm_resource_t, allocationSize C.size_t, bin C.rmm_resource_t) status {
 	fn := fmt.Sprintf("rmm_binning_add_bin(%d bytes)", allocationSize)
 	return onKind(fn, mr, binningKinds, func(b binningResource, e *entry) status {
 		return addBin(fn, b, e, uintptr(allocationSize), bin)
@@ -164,8 +172,8 @@ func addBin(fn string, b binningResource, e *entry, size uintptr, bin C.rmm_reso
 
 // ---------------------------------------------------------- cuda_async
 
-//export rmmgo_api_cuda_async_pool_handle
-func rmmgo_api_cuda_async_pool_handle(mr C.rmm_resource_t, pool *C.rmm_mem_pool_t) status {
+//export rmm_cuda_async_pool_handle
+func rmm_cuda_async_pool_handle(mr C.rmm_resource_t, pool *C.rmm_mem_pool_t) status {
 	return onKind("rmm_cuda_async_pool_handle", mr, asyncKinds, func(p interface{ PoolHandle() cudart.MemPool }, _ *entry) status {
 		*(*C.uintptr_t)(unsafe.Pointer(pool)) = C.uintptr_t(p.PoolHandle())
 		return statusSuccess
@@ -179,14 +187,14 @@ type limitingResource interface {
 	AllocationLimit() uintptr
 }
 
-//export rmmgo_api_limiting_allocated_bytes
-func rmmgo_api_limiting_allocated_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
+//export rmm_limiting_allocated_bytes
+func rmm_limiting_allocated_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
 	return getSize("rmm_limiting_allocated_bytes", mr, limitingKinds, "bytes", bytes,
 		func(l limitingResource, _ *entry) uintptr { return l.AllocatedBytes() })
 }
 
-//export rmmgo_api_limiting_allocation_limit
-func rmmgo_api_limiting_allocation_limit(mr C.rmm_resource_t, bytes *C.size_t) status {
+//export rmm_limiting_allocation_limit
+func rmm_limiting_allocation_limit(mr C.rmm_resource_t, bytes *C.size_t) status {
 	return getSize("rmm_limiting_allocation_limit", mr, limitingKinds, "bytes", bytes,
 		func(l limitingResource, _ *entry) uintptr { return l.AllocationLimit() })
 }
@@ -198,8 +206,8 @@ type loggingResource interface {
 	FileName() string
 }
 
-//export rmmgo_api_logging_flush
-func rmmgo_api_logging_flush(mr C.rmm_resource_t) status {
+//export rmm_logging_flush
+func rmm_logging_flush(mr C.rmm_resource_t) status {
 	const fn = "rmm_logging_flush"
 	return onKind(fn, mr, loggingKinds, func(l loggingResource, _ *entry) status {
 		if err := l.Flush(); err != nil {
@@ -228,8 +236,8 @@ func copyString(fn, s string, buf *C.char, bufSize C.size_t, needed *C.size_t) s
 	return statusSuccess
 }
 
-//export rmmgo_api_logging_file_name
-func rmmgo_api_logging_file_name(mr C.rmm_resource_t, buf *C.char, bufSize C.size_t, needed *C.size_t) status {
+//export rmm_logging_file_name
+func rmm_logging_file_name(mr C.rmm_resource_t, buf *C.char, bufSize C.size_t, needed *C.size_t) status {
 	const fn = "rmm_logging_file_name"
 	return onKind(fn, mr, loggingKinds, func(l loggingResource, _ *entry) status {
 		return copyString(fn, l.FileName(), buf, bufSize, needed)
@@ -261,8 +269,8 @@ func putStatistics(out *C.rmm_statistics, bytes, count core.Counter) {
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), n), unsafe.Slice((*byte)(unsafe.Pointer(&s)), n))
 }
 
-//export rmmgo_api_statistics_get
-func rmmgo_api_statistics_get(mr C.rmm_resource_t, stats *C.rmm_statistics) status {
+//export rmm_statistics_get
+func rmm_statistics_get(mr C.rmm_resource_t, stats *C.rmm_statistics) status {
 	const fn = "rmm_statistics_get"
 	return onKind(fn, mr, statisticsKinds, func(s statisticsResource, _ *entry) status {
 		if !statisticsSizeOK(fn, "stats->struct_size", stats) {
@@ -274,8 +282,8 @@ func rmmgo_api_statistics_get(mr C.rmm_resource_t, stats *C.rmm_statistics) stat
 	}, outParam{"stats", stats == nil})
 }
 
-//export rmmgo_api_statistics_push
-func rmmgo_api_statistics_push(mr C.rmm_resource_t, top *C.rmm_statistics) status {
+//export rmm_statistics_push
+func rmm_statistics_push(mr C.rmm_resource_t, top *C.rmm_statistics) status {
 	const fn = "rmm_statistics_push"
 	return onKind(fn, mr, statisticsKinds, func(s statisticsResource, _ *entry) status {
 		if top != nil && !statisticsSizeOK(fn, "top->struct_size", top) {
@@ -289,8 +297,8 @@ func rmmgo_api_statistics_push(mr C.rmm_resource_t, top *C.rmm_statistics) statu
 	})
 }
 
-//export rmmgo_api_statistics_pop
-func rmmgo_api_statistics_pop(mr C.rmm_resource_t, popped *C.rmm_statistics) status {
+//export rmm_statistics_pop
+func rmm_statistics_pop(mr C.rmm_resource_t, popped *C.rmm_statistics) status {
 	const fn = "rmm_statistics_pop"
 	return onKind(fn, mr, statisticsKinds, func(s statisticsResource, _ *entry) status {
 		if !statisticsSizeOK(fn, "popped->struct_size", popped) {
@@ -313,20 +321,20 @@ type trackingResource interface {
 	Report() string
 }
 
-//export rmmgo_api_tracking_allocated_bytes
-func rmmgo_api_tracking_allocated_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
+//export rmm_tracking_allocated_bytes
+func rmm_tracking_allocated_bytes(mr C.rmm_resource_t, bytes *C.size_t) status {
 	return getSize("rmm_tracking_allocated_bytes", mr, trackingKinds, "bytes", bytes,
 		func(t trackingResource, _ *entry) uintptr { return t.AllocatedBytes() })
 }
 
-//export rmmgo_api_tracking_outstanding_count
-func rmmgo_api_tracking_outstanding_count(mr C.rmm_resource_t, count *C.size_t) status {
+//export rmm_tracking_outstanding_count
+func rmm_tracking_outstanding_count(mr C.rmm_resource_t, count *C.size_t) status {
 	return getSize("rmm_tracking_outstanding_count", mr, trackingKinds, "count", count,
 		func(t trackingResource, _ *entry) uintptr { return uintptr(t.OutstandingCount()) })
 }
 
-//export rmmgo_api_tracking_report
-func rmmgo_api_tracking_report(mr C.rmm_resource_t, buf *C.char, bufSize C.size_t, needed *C.size_t) status {
+//export rmm_tracking_report
+func rmm_tracking_report(mr C.rmm_resource_t, buf *C.char, bufSize C.size_t, needed *C.size_t) status {
 	const fn = "rmm_tracking_report"
 	return onKind(fn, mr, trackingKinds, func(t trackingResource, _ *entry) status {
 		return copyString(fn, t.Report(), buf, bufSize, needed)

@@ -37,8 +37,8 @@ func readOptions(fn string, o *C.rmmgo_const_options) (C.rmm_resource_options, b
 	return opts, true
 }
 
-//export rmmgo_api_resource_create
-func rmmgo_api_resource_create(kind C.rmm_resource_kind, options *C.rmmgo_const_options, out *C.rmm_resource_t) (st status) {
+//export rmm_resource_create
+func rmm_resource_create(kind C.rmm_resource_kind, options *C.rmmgo_const_options, out *C.rmm_resource_t) (st status) {
 	fn := "rmm_resource_create"
 	defer recoverTo(fn, &st)
 	spec := kindsByEnum[kind]
@@ -125,8 +125,8 @@ func closeQuietly(res core.Resource) {
 	}
 }
 
-//export rmmgo_api_resource_retain
-func rmmgo_api_resource_retain(mr C.rmm_resource_t) (st status) {
+//export rmm_resource_retain
+func rmm_resource_retain(mr C.rmm_resource_t) (st status) {
 	const fn = "rmm_resource_retain"
 	defer recoverTo(fn, &st)
 	if err := reg.retain(handleValue(mr)); err != nil {
@@ -135,8 +135,8 @@ func rmmgo_api_resource_retain(mr C.rmm_resource_t) (st status) {
 	return statusSuccess
 }
 
-//export rmmgo_api_resource_release
-func rmmgo_api_resource_release(mr C.rmm_resource_t) (st status) {
+//export rmm_resource_release
+func rmm_resource_release(mr C.rmm_resource_t) (st status) {
 	const fn = "rmm_resource_release"
 	defer recoverTo(fn, &st)
 	if err := reg.release(handleValue(mr)); err != nil {
@@ -149,8 +149,8 @@ func rmmgo_api_resource_release(mr C.rmm_resource_t) (st status) {
 // (thread_cache.c) over the per-thread cache; their uncached Go halves are
 // in thread_cache.go.
 
-//export rmmgo_api_allocate_sync
-func rmmgo_api_allocate_sync(mr C.rmm_resource_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
+//export rmm_allocate_sync
+func rmm_allocate_sync(mr C.rmm_resource_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {
 	defer recoverTo("rmm_allocate_sync", &st)
 	if ptr == nil {
 		return invalid("rmm_allocate_sync", "ptr is NULL")
@@ -175,6 +175,7 @@ func allocFailed(fn string, e *entry, bytes, alignment C.size_t, err error) stat
 	if err == nil {
 		err = fmt.Errorf("%w: the %s resource returned no memory and no error", errInternal, e.res.Kind())
 	}
+	noteOutOfMemory(err) // oom.go
 	return fail(fn, err, statusBadAlloc)
 }
 
@@ -196,8 +197,8 @@ func lookupFor(fn string, mr C.rmm_resource_t) (*entry, status) {
 	return e, statusSuccess
 }
 
-//export rmmgo_api_resource_has_property
-func rmmgo_api_resource_has_property(mr C.rmm_resource_t, property C.rmm_property, has *C.int) (st status) {
+//export rmm_resource_has_property
+func rmm_resource_has_property(mr C.rmm_resource_t, property C.rmm_property, has *C.int) (st status) {
 	const fn = "rmm_resource_has_property"
 	defer recoverTo(fn, &st)
 	if has == nil {
@@ -223,8 +224,8 @@ func rmmgo_api_resource_has_property(mr C.rmm_resource_t, property C.rmm_propert
 	return statusSuccess
 }
 
-//export rmmgo_api_resource_is_equal
-func rmmgo_api_resource_is_equal(a, b C.rmm_resource_t, equal *C.int) (st status) {
+//export rmm_resource_is_equal
+func rmm_resource_is_equal(a, b C.rmm_resource_t, equal *C.int) (st status) {
 	const fn = "rmm_resource_is_equal"
 	defer recoverTo(fn, &st)
 	if equal == nil {
@@ -245,8 +246,8 @@ func rmmgo_api_resource_is_equal(a, b C.rmm_resource_t, equal *C.int) (st status
 	return statusSuccess
 }
 
-//export rmmgo_api_resource_kind_of
-func rmmgo_api_resource_kind_of(mr C.rmm_resource_t, kind *C.rmm_resource_kind) (st status) {
+//export rmm_resource_kind_of
+func rmm_resource_kind_of(mr C.rmm_resource_t, kind *C.rmm_resource_kind) (st status) {
 	const fn = "rmm_resource_kind_of"
 	defer recoverTo(fn, &st)
 	if kind == nil {
@@ -264,8 +265,8 @@ func rmmgo_api_resource_kind_of(mr C.rmm_resource_t, kind *C.rmm_resource_kind) 
 	return statusSuccess
 }
 
-//export rmmgo_api_resource_name
-func rmmgo_api_resource_name(mr C.rmm_resource_t, name *C.rmmgo_cstr) (st status) {
+//export rmm_resource_name
+func rmm_resource_name(mr C.rmm_resource_t, name *C.rmmgo_cstr) (st status) {
 	const fn = "rmm_resource_name"
 	defer recoverTo(fn, &st)
 	if name == nil {
@@ -295,8 +296,8 @@ func deviceOf(res core.Resource) (int, bool) {
 	return 0, false
 }
 
-//export rmmgo_api_resource_device
-func rmmgo_api_resource_device(mr C.rmm_resource_t, device *C.int) (st status) {
+//export rmm_resource_device
+func rmm_resource_device(mr C.rmm_resource_t, device *C.int) (st status) {
 	const fn = "rmm_resource_device"
 	defer recoverTo(fn, &st)
 	if device == nil {
@@ -317,8 +318,8 @@ func rmmgo_api_resource_device(mr C.rmm_resource_t, device *C.int) (st status) {
 	return fail(fn, fmt.Errorf("%w: the %s resource does not know its device", core.ErrNotSupported, e.res.Kind()), statusNotSupported)
 }
 
-//export rmmgo_api_resource_upstream
-func rmmgo_api_resource_upstream(mr C.rmm_resource_t, upstream *C.rmm_resource_t) (st status) {
+//export rmm_resource_upstream
+func rmm_resource_upstream(mr C.rmm_resource_t, upstream *C.rmm_resource_t) (st status) {
 	const fn = "rmm_resource_upstream"
 	defer recoverTo(fn, &st)
 	if upstream == nil {

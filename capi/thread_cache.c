@@ -124,15 +124,26 @@ size_t rmmgo_tc_class_max(void) { return TC_CLASS_MAX; }
 
 static atomic_int tc_state = -1; /* -1 not read yet, 0 off, 1 on */
 
+/* RMMGO_THREAD_CACHE: 0, off, false, no turn the cache off; unset, empty,
+ * 1, on, true, yes leave it on. Any other value leaves it on and says so on
+ * stderr, once (the thread that stores the state writes it). */
 int rmmgo_tc_enabled(void) {
   int s = atomic_load_explicit(&tc_state, memory_order_acquire);
   if (s < 0) {
     const char* v = getenv("RMMGO_THREAD_CACHE");
-    s = !(v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
-                        strcasecmp(v, "no") == 0));
+    int off = v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
+                            strcasecmp(v, "no") == 0);
+    int on = v == NULL || v[0] == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "true") == 0 ||
+             strcasecmp(v, "yes") == 0;
+    s = !off;
     int expected = -1;
     if (!atomic_compare_exchange_strong(&tc_state, &expected, s)) {
       s = expected;
+    } else if (!off && !on) {
+      fprintf(stderr,
+              "rmmgo: RMMGO_THREAD_CACHE=\"%s\" is neither 0, off, false, no (cache off) nor 1, on, true, yes "
+              "(cache on): the per-thread cache stays on\n",
+              v);
     }
   }
   return s;
@@ -466,8 +477,7 @@ uint64_t rmmgo_tc_stream_epoch(void) { return atomic_load_explicit(&tc_stream_ep
 
 /* An entry: the block's address (0: empty slot, TC_TOMB: an entry that was
  * removed, which lookups pass over) and its state in one word:
- *   bits 0..1   TC_LIVE, TC_CACHED, or TC_BUSY (a LIVE block a free through
- *               Go is giving back: tc_go_free)
+ *   bits 0..1   TC_LIVE or TC_CACHED
  *   bits 2..8   size class
  *   bits 9..32  the user's size rounded up to 256, in units of 256 (LIVE)
  *   bits 33..63 the handle it belongs to: its slot index (24 bits) and the
@@ -476,7 +486,7 @@ uint64_t rmmgo_tc_stream_epoch(void) { return atomic_load_explicit(&tc_stream_ep
  *               share these bits.
  * A lookup reads ptr (acquire) then meta; an insertion writes meta then ptr
  * (release); a removal writes TC_TOMB. */
-enum { TC_LIVE = 1, TC_CACHED = 2, TC_BUSY = 3 };
+enum { TC_LIVE = 1, TC_CACHED = 2 };
 #define TC_TOMB ((uintptr_t)1)
 
 typedef struct {
@@ -1432,6 +1442,84 @@ void rmmgo_tc_counts(size_t* live, size_t* cached, size_t* depot, size_t* caches
   *caches = k;
 }
 
+/* ------------------------------------------- frees that bypass the cache */
+
+/* A block the table has LIVE may be freed by a path that reaches its
+ * resource without rmm_deallocate on its handle (an adaptor over the
+ * resource that C does not run, Go code): the resource asks its cache
+ * (core.FreeClaimer, thread_cache.go), which takes the entry out here
+ * before the resource frees the block, so that no later free through the
+ * handle finds it LIVE (it would cache a block the resource handed out
+ * again: the same address twice). Under the shard's writer lock: entries do
+ * not move meanwhile, and the free's compare-and-swap of a racing
+ * rmm_deallocate meets the changed state word. */
+
+int rmmgo_tc_peek(uintptr_t ptr, uint64_t* handle, uint64_t* meta, int* live, size_t* had) {
+  tc_shard* s = tc_shard_of(ptr);
+  tc_lock(&s->wlock);
+  tc_ent* e = tc_lookup(atomic_load_explicit(&s->tab, memory_order_relaxed), ptr);
+  uint64_t m = e != NULL ? atomic_load_explicit(&e->meta, memory_order_acquire) : 0;
+  tc_unlock(&s->wlock);
+  if (e == NULL) {
+    return 0;
+  }
+  uint64_t hid = tc_meta_hid(m);
+  tc_mslot* ms = tc_mslot_of(hid, false);
+  uint64_t h = ms != NULL ? atomic_load_explicit(&ms->last, memory_order_acquire) : 0;
+  if (h == 0 || tc_hid(h) != hid) {
+    return 0; /* its handle is gone: so is the entry, in a moment */
+  }
+  *handle = h;
+  *meta = m;
+  *live = tc_meta_state(m) == TC_LIVE;
+  *had = tc_meta_units(m) * 256;
+  return 1;
+}
+
+int rmmgo_tc_claim(uintptr_t ptr, uint64_t handle, uint64_t meta, size_t* size) {
+  if (tc_meta_state(meta) != TC_LIVE) {
+    return 0;
+  }
+  tc_shard* s = tc_shard_of(ptr);
+  tc_lock(&s->wlock);
+  tc_tab* t = atomic_load_explicit(&s->tab, memory_order_relaxed);
+  tc_ent* e = tc_lookup(t, ptr);
+  uint64_t m = meta;
+  /* LIVE -> neither LIVE nor CACHED: a racing free through the handle is
+   * refused as not live from here on. */
+  if (e == NULL || !atomic_compare_exchange_strong_explicit(&e->meta, &m, meta & ~(uint64_t)3, memory_order_acq_rel,
+                                                            memory_order_acquire)) {
+    tc_unlock(&s->wlock);
+    return 0;
+  }
+  tc_erase(s, t, e);
+  tc_unlock(&s->wlock);
+  tc_mslot* ms = tc_mslot_of(handle, false);
+  size_t fixed = ms != NULL ? atomic_load_explicit(&ms->block, memory_order_relaxed) : 0;
+  size_t sz = fixed != 0 ? fixed : tc_class_size(tc_meta_cls(meta));
+  /* The block's rounding left the handle's live blocks. */
+  tc_mslot* acc = tc_account(handle);
+  if (acc != NULL) {
+    atomic_fetch_sub_explicit(&acc->round_gone, (int64_t)sz - (int64_t)(tc_meta_units(meta) << 8), memory_order_relaxed);
+  }
+  *size = sz;
+  return 1;
+}
+
+void rmmgo_tc_unclaim(uintptr_t ptr, uint64_t handle, uint64_t meta) {
+  tc_item where;
+  if (!tc_insert(ptr, meta, &where)) {
+    return; /* no host memory: the block is served uncached from now on */
+  }
+  tc_mslot* ms = tc_mslot_of(handle, false);
+  size_t fixed = ms != NULL ? atomic_load_explicit(&ms->block, memory_order_relaxed) : 0;
+  size_t sz = fixed != 0 ? fixed : tc_class_size(tc_meta_cls(meta));
+  tc_mslot* acc = tc_account(handle);
+  if (acc != NULL) {
+    atomic_fetch_add_explicit(&acc->round_gone, (int64_t)sz - (int64_t)(tc_meta_units(meta) << 8), memory_order_relaxed);
+  }
+}
+
 /* ------------------------------------------------------------ crossings */
 
 /* A call into Go (refill or drain) that also gives back what the depot
@@ -1686,8 +1774,7 @@ static bool tc_steps_uncount(tc_mslot* ms, int n, size_t bytes) {
 /* ------------------------------------------------------------ allocate */
 
 static inline bool tc_alignment_ok(size_t a) { return a - 1 < 256 && (a & (a - 1)) == 0; }
-
-/* Any power of two: what a free must give (Go refuses the rest). */
+/* A power of two: any other alignment goes to Go, which refuses it. */
 static inline bool tc_pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 
 /* A miss: one crossing allocates a batch of the class; the first block is
@@ -1843,23 +1930,13 @@ again:
   return tc_refill(c, ms, h, key, stream, k, size, bytes, alignment, fixed, ptr, go);
 }
 
-/* The Go half of rmm_allocate; refused in the child of a fork (fork.c: the
- * child handler turns the cache and the async path off, so that every call
- * there comes here). */
-static rmm_status tc_go_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
-  RMMGO_FORK_GATE(rmm_allocate);
-  return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
-}
-
-void rmmgo_tc_fork_child(void) { atomic_store(&tc_state, 0); }
-
 rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment, void** ptr) {
   /* The pool-based kinds: served in C by async_path.c. */
   if (RMMGO_AP_ANY() && rmmgo_ap_try_allocate(mr, stream, bytes, alignment, ptr)) {
     return RMM_SUCCESS;
   }
   if (ptr == NULL || bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return tc_go_allocate(mr, stream, bytes, alignment, ptr);
+    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
   }
   uint64_t h = (uint64_t)(uintptr_t)mr;
   tc_mslot* ms = tc_mirror_find(h);
@@ -1869,11 +1946,11 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
   tc_cache* c;
   if (ms == NULL || !tc_classify(ms, bytes, &k, &size) || (c = tc_cache_mine()) == NULL ||
       ((uintptr_t)stream <= 1 ? (key = 0, 0) : tc_stream_key(c, stream, &key)) != 0) {
-    return tc_go_allocate(mr, stream, bytes, alignment, ptr);
+    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr);
   }
   int nsteps = atomic_load_explicit(&ms->nsteps, memory_order_relaxed);
   if (nsteps != 0 && !tc_steps_charge(ms, nsteps, bytes)) {
-    return tc_go_allocate(mr, stream, bytes, alignment, ptr); /* a limit refuses it: Go says so */
+    return rmmgo_go_allocate(mr, stream, bytes, alignment, ptr); /* a limit refuses it: Go says so */
   }
   bool go = false;
   rmm_status st = tc_allocate(c, ms, h, key, stream, k, size, bytes, alignment, ptr, &go);
@@ -1884,7 +1961,7 @@ rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, si
       tc_steps_count(ms, nsteps, bytes);
     }
   }
-  return go ? tc_go_allocate(mr, stream, bytes, alignment, ptr) : st;
+  return go ? rmmgo_go_allocate(mr, stream, bytes, alignment, ptr) : st;
 }
 
 /* ---------------------------------------------------------- deallocate */
@@ -1910,6 +1987,13 @@ static rmm_status tc_free(const char* fn, int which, rmm_resource_t mr, rmm_stre
     return RMM_SUCCESS;
   }
   uintptr_t b = (uintptr_t)ptr;
+  if ((b & 255) != 0) {
+    /* Every block of a cached handle starts on 256 bytes; p+1..p+255 would
+     * reach p's slot in the resource's index (issue 24). Refused here, for
+     * one AND and a branch on the hit path. */
+    *go_path = false;
+    return rmmgo_go_free_check(h, which, b, bytes, 0, RMMGO_TC_INTERIOR);
+  }
   size_t want = bytes > (SIZE_MAX - 255) ? SIZE_MAX : (bytes + 255) & ~(size_t)255;
   uint64_t hid = tc_hid(h);
   int nsteps = atomic_load_explicit(&ms->nsteps, memory_order_relaxed);
@@ -2034,108 +2118,17 @@ recheck:
   return tc_cross(false, &call, ms);
 }
 
-/* A free that goes to Go (a handle the cache does not serve: an adaptor
- * over a cached resource, a base resource; or a call the cache does not
- * take) of a block the table knows. The table must not keep an entry Go
- * does not know of:
- *   - a CACHED block is free: a free of it through any handle is a double
- *     free (Go, which sees it as allocated, would accept it, and the block
- *     would be handed out twice). Refused here.
- *   - a LIVE block freed through Go (a logging adaptor over the pool that
- *     handed it out, say) goes back to the resource there; its entry must
- *     go too, or a second free through the cached handle would be taken
- *     by the cache and the block handed out twice. The entry is BUSY while
- *     Go frees (a free of it in C meanwhile is refused as not live), then
- *     removed if Go accepted the free, LIVE again if Go refused it. The
- *     removal is under the shard's writer lock, conditional on the entry
- *     being still ours: once Go freed the block, a refill may hand it out
- *     again and enter it anew.
- * Outside sections: the lookups hold the shard's writer lock, which keeps
- * entries from moving. */
-static rmm_status tc_go_free(int which, rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
-                             size_t alignment) {
-  if (RMMGO_FORKED()) {
-    return rmmgo_fork_refuse(which == RMMGO_TC_FREE ? "rmm_deallocate" : "rmm_deallocate_sync");
-  }
-  uintptr_t b = (uintptr_t)ptr;
-  uint64_t busy = 0, had = 0;
-  tc_shard* s = tc_shard_of(b);
-  if (b != 0 && bytes != 0 && tc_pow2(alignment) && atomic_load_explicit(&tc_state, memory_order_relaxed) == 1 &&
-      atomic_load_explicit(&s->tab, memory_order_acquire) != NULL) {
-    bool cached = false;
-    tc_lock(&s->wlock);
-    tc_ent* e = tc_lookup(atomic_load_explicit(&s->tab, memory_order_relaxed), b);
-    if (e != NULL) {
-      uint64_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
-      for (;;) {
-        if (tc_meta_state(m) != TC_LIVE) {
-          cached = true; /* CACHED, or another free of it in flight */
-          break;
-        }
-        uint64_t nb = (m & ~(uint64_t)3) | TC_BUSY;
-        if (atomic_compare_exchange_weak_explicit(&e->meta, &m, nb, memory_order_acq_rel, memory_order_acquire)) {
-          had = m;
-          busy = nb;
-          break;
-        }
-      }
-    }
-    tc_unlock(&s->wlock);
-    if (cached) {
-      return tc_fail(RMM_ERROR_INVALID_POINTER,
-                     "%s(%#" PRIxPTR ", %zu bytes): pointer not allocated by this resource: %#" PRIxPTR
-                     " is not a live allocation (deallocated already? a per-thread cache holds it as free)",
-                     which == RMMGO_TC_FREE ? "rmm_deallocate" : "rmm_deallocate_sync", b, bytes, b);
-    }
-  }
-  rmm_status st = which == RMMGO_TC_FREE ? rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment)
-                                         : rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment);
-  if (busy == 0) {
-    return st;
-  }
-  bool gone = false;
-  tc_lock(&s->wlock);
-  tc_tab* t = atomic_load_explicit(&s->tab, memory_order_relaxed);
-  tc_ent* e = tc_lookup(t, b);
-  if (e != NULL) {
-    uint64_t m = busy;
-    if (st == RMM_SUCCESS) {
-      if (atomic_load_explicit(&e->meta, memory_order_acquire) == busy) {
-        tc_erase(s, t, e);
-        gone = true;
-      }
-    } else {
-      (void)atomic_compare_exchange_strong(&e->meta, &m, had); /* still ours: live again */
-    }
-  }
-  tc_unlock(&s->wlock);
-  if (gone) {
-    /* The rounding its handle counted for it (class size - the user's
-     * size) goes with it. */
-    uint64_t hid = tc_meta_hid(had);
-    tc_mslot* ms = tc_mslot_of(hid & 0xffffffu, false);
-    uint64_t owner = ms != NULL ? atomic_load_explicit(&ms->last, memory_order_acquire) : 0;
-    if (owner != 0 && tc_hid(owner) == hid) {
-      size_t fixed = atomic_load_explicit(&ms->block, memory_order_relaxed);
-      size_t size = fixed != 0 ? fixed : tc_class_size(tc_meta_cls(had));
-      atomic_fetch_sub_explicit(&ms->round_gone, (int64_t)size - (int64_t)(tc_meta_units(had) * 256),
-                                memory_order_relaxed);
-    }
-  }
-  return st;
-}
-
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes, size_t alignment) {
   /* The pool-based kinds: served in C by async_path.c. */
   if (RMMGO_AP_ANY() && tc_pow2(alignment) && rmmgo_ap_try_deallocate(mr, stream, ptr, bytes)) {
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return tc_go_free(RMMGO_TC_FREE, mr, stream, ptr, bytes, alignment);
+    return rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment);
   }
   bool go_path;
   rmm_status st = tc_free("rmm_deallocate", RMMGO_TC_FREE, mr, stream, ptr, bytes, &go_path);
-  return go_path ? tc_go_free(RMMGO_TC_FREE, mr, stream, ptr, bytes, alignment) : st;
+  return go_path ? rmmgo_go_deallocate(mr, stream, ptr, bytes, alignment) : st;
 }
 
 /* Without a stream: the caller vouches that no work uses the memory, which
@@ -2147,11 +2140,11 @@ rmm_status rmm_deallocate_sync(rmm_resource_t mr, void* ptr, size_t bytes, size_
     return RMM_SUCCESS;
   }
   if (bytes == 0 || !tc_alignment_ok(alignment) || !rmmgo_tc_enabled()) {
-    return tc_go_free(RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, alignment);
+    return rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment);
   }
   bool go_path;
   rmm_status st = tc_free("rmm_deallocate_sync", RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, &go_path);
-  return go_path ? tc_go_free(RMMGO_TC_FREE_SYNC, mr, NULL, ptr, bytes, alignment) : st;
+  return go_path ? rmmgo_go_deallocate_sync(mr, ptr, bytes, alignment) : st;
 }
 
 /* rmm_deallocate with the pointer as an integer (for Go tests, which hold

@@ -181,6 +181,40 @@ func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
 	return len(blocks) > 0
 }
 
+// ClaimFree forgets ptr when a cache of a handle over res handed it out
+// and a user frees it through a path that reaches res directly (an adaptor
+// C does not run, Go code): core.FreeClaimer. Without it the block's
+// entry stayed LIVE, and a second free through the handle was accepted and
+// cached a block res had handed out again (issue 24). A block the caches
+// hold is refused as not live, a size res does not take for it as res
+// says (CheckFree); the fronts of every handle over res answer alike.
+func (f *tcFront) ClaimFree(res core.Cacheable, ptr, bytes uintptr) (uintptr, func(), bool, error) {
+	for {
+		var h, m C.uint64_t
+		var live C.int
+		var had C.size_t
+		if C.rmmgo_tc_peek(C.uintptr_t(ptr), &h, &m, &live, &had) == 0 {
+			return 0, nil, false, nil
+		}
+		if g := tcFrontOf(uintptr(h)); g == nil || g.res != res {
+			return 0, nil, false, nil // not a block of res's caches: res decides
+		}
+		if live == 0 {
+			return 0, nil, false, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", res.Kind(), core.ErrInvalidPointer, ptr)
+		}
+		if (bytes+core.DefaultAlignment-1)&^(core.DefaultAlignment-1) != uintptr(had) {
+			if err := res.CheckFree(ptr, bytes, uintptr(had)); err != nil {
+				return 0, nil, false, err
+			}
+		}
+		var size C.size_t
+		if C.rmmgo_tc_claim(C.uintptr_t(ptr), h, m, &size) == 0 {
+			continue // freed or handed out meanwhile: look again
+		}
+		return uintptr(size), func() { C.rmmgo_tc_unclaim(C.uintptr_t(ptr), h, m) }, true, nil
+	}
+}
+
 // HeldBytes is what the caches hold for the handle and no user does
 // (core.BlockCache).
 func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }
@@ -426,6 +460,8 @@ func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes,
 		if err = c.CheckFree(uintptr(ptr), uintptr(bytes), uintptr(allocated)); err == nil {
 			return statusSuccess
 		}
+	case C.RMMGO_TC_INTERIOR:
+		err = fmt.Errorf("%s: %w: %#x is not 256-byte aligned, so no block starts there (an interior pointer?)", kind, core.ErrInvalidPointer, uintptr(ptr))
 	case C.RMMGO_TC_NOT_LIVE:
 		err = fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kind, core.ErrInvalidPointer, uintptr(ptr))
 	default:
@@ -499,9 +535,11 @@ func rmmgo_go_deallocate(mr C.rmm_resource_t, stream C.rmm_stream_t, ptr unsafe.
 	if err := streams.check(s); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInvalidArgument)
 	}
-	if st, done := freeArgs("rmm_deallocate", e, ptr, bytes, alignment); done {
-		return st
+	if ptr == nil && bytes != 0 {
+		return statusSuccess
 	}
+	// (NULL, 0) reaches the resource: a statistics adaptor uncounts a
+	// zero-byte allocation, as RMM's does; every other resource does nothing.
 	if err := e.res.Deallocate(s, uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
 	}
@@ -515,35 +553,13 @@ func rmmgo_go_deallocate_sync(mr C.rmm_resource_t, ptr unsafe.Pointer, bytes, al
 	if !ok {
 		return badHandle("rmm_deallocate_sync", mr)
 	}
-	if st, done := freeArgs("rmm_deallocate_sync", e, ptr, bytes, alignment); done {
-		return st
+	if ptr == nil && bytes != 0 {
+		return statusSuccess
 	}
 	if err := e.res.DeallocateSync(uintptr(ptr), uintptr(bytes), uintptr(alignment)); err != nil {
 		return fail(fmt.Sprintf("rmm_deallocate_sync(%#x, %d bytes)", uintptr(ptr), bytes), err, statusInternal)
 	}
 	return statusSuccess
-}
-
-// freeArgs checks what every free must give, whatever the kind, before the
-// resource sees it: an alignment that is a power of two (as the allocation
-// had to give; base resources and the adaptors over them never look at it
-// otherwise), and, for a pointer, a size (a zero-byte allocation has no
-// pointer). done: the call is answered (st) without the resource: a
-// refusal, or NULL with a nonzero size, which is nothing to free. NULL with
-// size 0 goes on: it is the free of a zero-byte allocation, which a
-// statistics adaptor uncounts (as RMM's does).
-func freeArgs(fn string, e *entry, ptr unsafe.Pointer, bytes, alignment C.size_t) (st status, done bool) {
-	if alignment == 0 || alignment&(alignment-1) != 0 {
-		setMessage(fmt.Sprintf("%s(%#x, %d bytes): %s: %v: alignment %d is not a power of two", fn, uintptr(ptr), bytes, e.res.Kind(), core.ErrBadAlignment, alignment))
-		return statusBadAlignment, true
-	}
-	if ptr == nil {
-		return statusSuccess, bytes != 0
-	}
-	if bytes == 0 {
-		return invalid(fmt.Sprintf("%s(%#x, 0 bytes)", fn, uintptr(ptr)), "%s: size 0 for a pointer: no allocation of 0 bytes has one (nothing was freed; give the size that was allocated)", e.res.Kind()), true
-	}
-	return statusSuccess, false
 }
 
 // The public entry points as Go functions, through C (for Go tests, which

@@ -40,20 +40,6 @@ func zeroRequest(kind string, alignment uintptr) error {
 	return nil
 }
 
-// zeroFree is what Deallocate answers when ptr or bytes is 0: nothing to
-// do for ptr 0 (no allocation returns it for a nonzero size, and a
-// zero-byte allocation returns it), and ErrInvalidArgument for a pointer
-// freed with size 0: no allocation of size 0 has a pointer, so the size is
-// wrong, and answering success while freeing nothing would leave the
-// caller believing the memory went back (and a statistics adaptor
-// uncounting it, so that the right free was refused afterwards).
-func zeroFree(kind string, ptr uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s: %w: deallocating %#x with size 0 (no allocation of size 0 has a pointer; nothing was freed)", kind, ErrInvalidArgument, ptr)
-}
-
 // upAllocate calls up.AllocateSync when sync is true, else up.Allocate.
 func upAllocate(up Resource, s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
 	if sync {
@@ -184,12 +170,20 @@ func upstreamSize(bytes, eff uintptr) (uintptr, bool) {
 
 // Allocate allocates bytes on stream s, aligned as described on Aligned.
 func (a *Aligned) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return a.allocate(s, bytes, alignment, false)
+	p, err := a.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(a, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (a *Aligned) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return a.allocate(DefaultStream, bytes, alignment, true)
+	p, err := a.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(a, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (a *Aligned) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
@@ -228,14 +222,15 @@ func (a *Aligned) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindAligned, ptr)
-	}
-	if err := heldByOther(kindAligned, a, ptr); err != nil {
-		return err // a sub-allocator's chunk (held_chunks.go)
+	if ptr == 0 {
+		return nil
 	}
 	if !addr.IsPow2(alignment) {
 		return fmt.Errorf("%s: %w: %d is not a power of two", kindAligned, ErrBadAlignment, alignment)
+	}
+	if bytes == 0 {
+		// No allocation of 0 bytes went upstream: the upstream refuses it.
+		return upDeallocate(a.upstream, s, ptr, 0, alignment, sync)
 	}
 	eff, over := a.plan(bytes, alignment)
 	if !over {

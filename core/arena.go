@@ -186,8 +186,8 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
 	}
+	lendChunk(upstream, base, true)
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
-	holdChunk(a, upstream, base, size) // held_chunks.go
 	a.global.Init(kindArena, r, nil, false)
 	a.global.AddChunk(base, size)
 	// The arena's lists hold no blocks to settle: memory freed on another
@@ -571,7 +571,7 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 	if size > smallLimit {
 		p, err := a.allocateLarge(stream, size)
 		if err != nil {
-			return 0, closedOr(&a.closed, kindArena, err)
+			return 0, explainOOM(a, stream, bytes, alignment, closedOr(&a.closed, kindArena, err))
 		}
 		return p, nil
 	}
@@ -592,7 +592,7 @@ func (a *Arena) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, erro
 		p, err = a.allocateSlow(stream, sl, l, u)
 		if err != streamorder.ErrRetry {
 			if err != nil {
-				return 0, closedOr(&a.closed, kindArena, err)
+				return 0, explainOOM(a, stream, bytes, alignment, closedOr(&a.closed, kindArena, err))
 			}
 			return p, nil
 		}
@@ -928,11 +928,20 @@ func (a *Arena) failure(s Stream, size uintptr, cause error) error {
 // was passed to Allocate; memory the arena did not hand out, or already
 // deallocated, gives ErrInvalidPointer.
 func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindArena, ptr)
+	if fc := a.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(a, fc, ptr, bytes, func(n uintptr) error { return a.deallocateUnclaimed(stream, ptr, n, alignment) })
 	}
-	if err := heldByOther(kindArena, a, ptr); err != nil {
-		return err // another resource's chunk (held_chunks.go)
+	return a.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	if err := subFreeRefused(kindArena, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindArena, bytes, alignment); err != nil {
@@ -1082,7 +1091,9 @@ func (a *Arena) Close() error {
 	if err := a.rt.DeviceSynchronize(); err != nil {
 		errs = append(errs, cudaError(kindArena+": synchronizing before returning memory upstream", err))
 	}
-	if err := giveChunk(a, a.upstream, a.base, a.size); err != nil {
+	lendChunk(a.upstream, a.base, false)
+	if err := a.upstream.Deallocate(DefaultStream, a.base, a.size, DefaultAlignment); err != nil {
+		lendChunk(a.upstream, a.base, true)
 		errs = append(errs, fmt.Errorf("%s: returning the global arena upstream: %w", kindArena, err))
 	}
 	errs = append(errs, a.eng.Close(), a.global.Close())
@@ -1179,7 +1190,7 @@ func (a *Arena) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error
 
 // DeallocateBatch deallocates each block.
 func (a *Arena) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(a, s, size, ptrs)
+	return deallocateBatch(a.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the arena takes a block back with the size it was allocated

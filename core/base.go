@@ -100,13 +100,47 @@ func freeError(kind string, ptr uintptr, err error) error {
 	return cudaError(kind, err)
 }
 
+// freeAlignmentOK is the test every Deallocate makes of its alignment
+// (issue 24): a free with an alignment no allocation could have had (not a
+// power of two) is refused, as Allocate refuses it, even where the
+// resource does not need the alignment to find the memory.
+func freeAlignmentOK(alignment uintptr) bool { return alignment&(alignment-1) == 0 && alignment != 0 }
+
+// errFreeAlignment is the refusal of a free freeAlignmentOK refused.
+func errFreeAlignment(kind string, ptr, alignment uintptr) error {
+	return fmt.Errorf("%s: %w: deallocating %#x with alignment %d, which is not a power of two", kind, ErrBadAlignment, ptr, alignment)
+}
+
+// subFreeRefused is what every sub-allocator's Deallocate checks of a
+// non-NULL ptr before it looks for the block (issue 24), nil when the free
+// may go on: every block a sub-allocator hands out starts on a 256-byte
+// boundary, so a pointer off one (an interior pointer: offsets 1..255
+// share the block's index slot) is refused with ErrInvalidPointer; no
+// sub-allocator hands out a pointer for 0 bytes, so a free of one with
+// size 0 names a size the allocation did not have (ErrInvalidArgument);
+// an alignment that is not a power of two, ErrBadAlignment.
+func subFreeRefused(kind string, ptr, bytes, alignment uintptr) error {
+	switch {
+	case !freeAlignmentOK(alignment):
+		return errFreeAlignment(kind, ptr, alignment)
+	case ptr&(DefaultAlignment-1) != 0:
+		return fmt.Errorf("%s: %w: %#x is not 256-byte aligned, so no block starts there (an interior pointer?)", kind, ErrInvalidPointer, ptr)
+	case bytes == 0:
+		return fmt.Errorf("%s: %w: deallocating %#x with size 0, but a zero-byte allocation returns NULL: free a block with the size it was allocated with", kind, ErrInvalidArgument, ptr)
+	}
+	return nil
+}
+
 // cudaFree frees ptr, handed out with bytes by a resource of kind whose
 // allocations table t records, with cudaFree: only when t's record matches
 // (see live_table.go), and putting the record back when cudaFree fails.
 // ptr 0 is a no-op.
-func cudaFree(r cudart.Runtime, kind string, t *liveTable, ptr, bytes uintptr) error {
+func cudaFree(r cudart.Runtime, kind string, t *liveTable, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
+	}
+	if !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kind, ptr, alignment)
 	}
 	e, err := t.take(kind, ptr, bytes, 0)
 	if err != nil {

@@ -142,6 +142,22 @@ type BlockCache interface {
 	HeldBytes() uintptr
 }
 
+// FreeClaimer is a BlockCache that hands the resource's blocks to users
+// itself (the C ABI's per-thread cache): a user may free such a block
+// through a path that reaches the resource's Deallocate instead (an
+// adaptor over the resource, Go code), and the cache must then forget it,
+// or it would take a second free of the block and hand it out twice.
+type FreeClaimer interface {
+	// ClaimFree is asked by r's Deallocate before it frees ptr for a user
+	// who gives bytes. ok is false when the cache did not hand ptr out
+	// (r frees it, or refuses it, as usual). Otherwise the cache has
+	// forgotten ptr and returns the size r allocated the block with (its
+	// class: r frees that), and undo, which remembers ptr again when r then
+	// refuses the free; or err when the free must be refused (the cache
+	// holds the block: a second free; a size r does not take for it).
+	ClaimFree(r Cacheable, ptr, bytes uintptr) (size uintptr, undo func(), ok bool, err error)
+}
+
 // SizedBlockCache is a BlockCache that can also give back only the blocks
 // of some sizes: ReclaimSizes gives back those of a size in (lo, hi] (as
 // the cache keeps them, rounded up to its size classes) and reports
@@ -238,6 +254,40 @@ func (cs *caches) reclaim(need uintptr) bool {
 	return gave
 }
 
+// claimer returns the first attached cache that hands blocks out itself,
+// or nil (no cache attached: one atomic load).
+func (cs *caches) claimer() FreeClaimer {
+	l := cs.list.Load()
+	if l == nil {
+		return nil
+	}
+	for _, c := range *l {
+		if fc, ok := c.(FreeClaimer); ok {
+			return fc
+		}
+	}
+	return nil
+}
+
+// claimedFree is a user's free of ptr with bytes through r, whose caches
+// include fc: fc forgets the block first if it handed it out (and r frees
+// it with the size it allocated it with), and remembers it again if r
+// refuses. free is r's own free, without the claim.
+func claimedFree(r Cacheable, fc FreeClaimer, ptr, bytes uintptr, free func(bytes uintptr) error) error {
+	size, undo, ok, err := fc.ClaimFree(r, ptr, bytes)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return free(bytes)
+	}
+	if err := free(size); err != nil {
+		undo()
+		return err
+	}
+	return nil
+}
+
 // futile notes that an allocation failed for want of memory although the
 // caches were asked for theirs during it.
 func (cs *caches) futile() {
@@ -259,12 +309,13 @@ var cacheClockStart = time.Now()
 
 func cacheClock() int64 { return int64(time.Since(cacheClockStart)) }
 
-// deallocateBatch is DeallocateBatch for a resource: every block freed,
-// the first error returned.
-func deallocateBatch(r Resource, s Stream, size uintptr, ptrs []uintptr) error {
+// deallocateBatch is DeallocateBatch for a resource whose free (without
+// the claim of a user's free, claimedFree: the cache gives back blocks it
+// already forgot) is free: every block freed, the first error returned.
+func deallocateBatch(free func(s Stream, ptr, bytes, alignment uintptr) error, s Stream, size uintptr, ptrs []uintptr) error {
 	var first error
 	for _, p := range ptrs {
-		if err := r.Deallocate(s, p, size, DefaultAlignment); err != nil && first == nil {
+		if err := free(s, p, size, DefaultAlignment); err != nil && first == nil {
 			first = err
 		}
 	}

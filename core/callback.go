@@ -68,10 +68,10 @@ func (c *Callback) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error)
 	}
 	p, err := c.callAlloc(bytes, s)
 	if err != nil {
-		return 0, err
+		return 0, explainOOM(c, s, bytes, alignment, err)
 	}
 	if p == 0 {
-		return 0, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindCallback, ErrOutOfMemory, bytes)
+		return 0, explainOOM(c, s, bytes, alignment, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindCallback, ErrOutOfMemory, bytes))
 	}
 	if !addr.IsAligned(p, alignment) {
 		err := fmt.Errorf("%s: %w: the allocate function returned %#x, not aligned to %d bytes as asked (it was given back)",
@@ -89,14 +89,10 @@ func (c *Callback) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	return c.Allocate(DefaultStream, bytes, alignment)
 }
 
-// Deallocate calls the deallocate function; ptr 0 is a no-op, a pointer
-// with zero bytes is refused (zeroFree).
+// Deallocate calls the deallocate function; 0 or zero bytes is a no-op.
 func (c *Callback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindCallback, ptr)
-	}
-	if err := heldByOther(kindCallback, c, ptr); err != nil {
-		return err // a sub-allocator's chunk (held_chunks.go)
+		return nil
 	}
 	return c.callDealloc(ptr, bytes, s)
 }

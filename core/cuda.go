@@ -50,7 +50,7 @@ func (c *Cuda) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	p, err := c.rt.Malloc(bytes)
 	if err != nil {
-		return 0, allocError(kindCuda, bytes, err)
+		return 0, explainOOM(c, stream, bytes, alignment, allocError(kindCuda, bytes, err))
 	}
 	cudaLive.add(p, bytes, 0)
 	return p, nil
@@ -61,7 +61,7 @@ func (c *Cuda) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 // other than were allocated, an error wrapping ErrInvalidArgument. Neither
 // frees anything.
 func (c *Cuda) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return cudaFree(c.rt, kindCuda, &cudaLive, ptr, bytes)
+	return cudaFree(c.rt, kindCuda, &cudaLive, ptr, bytes, alignment)
 }
 
 // AllocateSync is Allocate: cudaMalloc memory is ready when it returns.

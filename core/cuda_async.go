@@ -162,19 +162,30 @@ func (c *CudaAsync) PoolHandle() cudart.MemPool { return c.asyncPool() }
 // Allocate returns bytes from the pool, usable in stream order on stream.
 // After Close it fails with an error wrapping ErrClosed.
 func (c *CudaAsync) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return c.allocate(stream, bytes, alignment)
+	p, err := c.allocate(stream, bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(c, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream. After
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (c *CudaAsync) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCudaAsync, ptr, alignment)
+	}
 	return c.deallocate(stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (c *CudaAsync) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return c.allocateSync(bytes, alignment)
+	p, err := c.allocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(c, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // DeallocateSync deallocates on the default stream.

@@ -88,19 +88,30 @@ func (m *CudaAsyncManaged) PoolHandle() cudart.MemPool { return m.asyncPool() }
 // Allocate returns bytes of managed memory from the pool, usable in stream
 // order on stream. After Close it fails with an error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return m.allocate(stream, bytes, alignment)
+	p, err := m.allocate(stream, bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(m, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream. After
 // Close (which gave back every block still outstanding) it fails with an
 // error wrapping ErrClosed.
 func (m *CudaAsyncManaged) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCudaAsyncManaged, ptr, alignment)
+	}
 	return m.deallocate(stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (m *CudaAsyncManaged) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return m.allocateSync(bytes, alignment)
+	p, err := m.allocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(m, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // DeallocateSync deallocates on the default stream.

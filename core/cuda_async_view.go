@@ -65,17 +65,28 @@ func (v *CudaAsyncView) PoolHandle() cudart.MemPool { return v.asyncPool() }
 
 // Allocate returns bytes from the pool, usable in stream order on stream.
 func (v *CudaAsyncView) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
-	return v.allocate(stream, bytes, alignment)
+	p, err := v.allocate(stream, bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(v, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate gives ptr back to the pool in stream order on stream.
 func (v *CudaAsyncView) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCudaAsyncView, ptr, alignment)
+	}
 	return v.deallocate(stream, ptr, bytes)
 }
 
 // AllocateSync allocates on the default stream and synchronizes it.
 func (v *CudaAsyncView) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return v.allocateSync(bytes, alignment)
+	p, err := v.allocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(v, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // DeallocateSync deallocates on the default stream.

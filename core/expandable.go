@@ -68,13 +68,15 @@ type ExpandableOptions struct {
 //
 // Growth: a request no free block can serve maps memory in the lowest
 // place of the range where it fits: the fewest granules that make it fit
-// next to the free memory already there (and a sixteenth of what is mapped
-// ahead, where that fits, so that a run of small requests does not map
-// granule by granule). Past the maximum size or
-// the device's memory, or the release threshold, the resource first gives
-// back its wholly free granules, after a device synchronization (memory
-// freed in stream order may still be in use), and tries again. Release
-// gives them back on request; Close gives back everything.
+// next to the free memory already there (and a sixty-fourth of what is
+// mapped ahead, where that fits, so that a run of small requests does not
+// map granule by granule). Past the maximum size or the device's memory,
+// or the release threshold, or when its free memory could hold the request
+// and a thirty-second of what is mapped besides (free in pieces that do
+// not fit the request), the resource first gives back its wholly free
+// granules, after a device synchronization (memory freed in stream order
+// may still be in use), and tries again. Release gives them back on
+// request; Close gives back everything.
 //
 // Sizes are rounded up to 256 bytes and blocks are 256-byte aligned;
 // alignments above 256 are refused (ErrBadAlignment). It needs the driver's
@@ -101,8 +103,11 @@ type Expandable struct {
 	nranges atomic.Int32   // len(ranges), for ReservedSize
 	mapped  atomic.Uintptr // bytes mapped
 	peak    atomic.Uintptr // most bytes mapped at once
-	gen     atomic.Uint64  // counts changes to the holes
-	closed  atomic.Bool
+	// growths and releases count the mappings made and the times free
+	// granules were given back (each a device synchronization), for tests.
+	growths, releases atomic.Uint64
+	gen               atomic.Uint64 // counts changes to the holes
+	closed            atomic.Bool
 
 	caches // caches in front of it (Cacheable): asked for their blocks before it maps more
 }
@@ -242,6 +247,21 @@ func vmmError(what string, err error) error {
 	return cudaError(what, err)
 }
 
+// The growth policy. A growth maps at least a mapAhead-th of what is
+// mapped (a sixteenth held 6 % more than needed at the peak of ResNet-50
+// training). Before it maps, a resource whose free memory could hold the
+// request plus a trimSlack-th of what is mapped gives its wholly free
+// granules back: live blocks spread over the range leave that much free in
+// pieces, and mapping more on top would hold it for good (GPT-2 training
+// held 2x its live bytes). The slack keeps the device synchronizations of
+// giving back to a few per workload where the free memory is only the
+// rounding of what is live. Replays of real training (bench/traces) hold
+// 1.01-1.04x their peak live bytes with these.
+const (
+	mapAhead  = 64
+	trimSlack = 32
+)
+
 // maxGrowAttempts bounds the times one allocation looks in the heap again
 // because others changed it, before it maps what it needs regardless.
 const maxGrowAttempts = 8
@@ -269,8 +289,11 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 	for attempt := 0; ; {
 		gen := e.gen.Load()
 		p, err := e.h.Allocate(stream, size)
-		if err == nil || !heap.IsNoRoom(err) {
-			return p, closedOr(&e.closed, kindExpandable, err)
+		if err == nil {
+			return p, nil
+		}
+		if !heap.IsNoRoom(err) {
+			return p, explainOOM(e, stream, bytes, alignment, closedOr(&e.closed, kindExpandable, err))
 		}
 		// Blocks the caches hold are free memory the heap cannot see: take
 		// them back before mapping more (once a call).
@@ -285,7 +308,10 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 			if err != nil && gave && errors.Is(err, ErrOutOfMemory) {
 				e.caches.futile()
 			}
-			return p, closedOr(&e.closed, kindExpandable, err)
+			if err != nil {
+				return 0, explainOOM(e, stream, bytes, alignment, closedOr(&e.closed, kindExpandable, err))
+			}
+			return p, nil
 		}
 		attempt++
 	}
@@ -345,13 +371,20 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, recla
 	if e.threshold != 0 && mapped+need > e.threshold && !*reclaimed && e.h.FreeBytes() >= max(need/2, e.gran) {
 		return reclaim()
 	}
-	// Map a little ahead where the room allows: a sixteenth of what is
-	// mapped, so that many small requests make few growths.
+	if !*reclaimed && e.h.UsableBy(s) >= size+mapped/trimSlack {
+		// Enough is free, in pieces the request does not fit in, and more
+		// besides: give the wholly free granules back first (one device
+		// synchronization), so that what is mapped for the request is
+		// what is missing, not the request again.
+		return reclaim()
+	}
+	// Map a little ahead where the room allows, so that many small
+	// requests make few growths.
 	limit := e.maxSize
 	if e.threshold != 0 {
 		limit = min(limit, max(e.threshold, mapped+need))
 	}
-	if more := (mapped/16 + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
+	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
 		need = more
 	}
 	at := pl.hole.Base
@@ -444,6 +477,7 @@ func (e *Expandable) mapRange(at, n uintptr) error {
 		undo(k)
 		return vmmError(kindExpandable+": giving access to device memory", err)
 	}
+	e.growths.Add(1)
 	if m := e.mapped.Add(n); m > e.peak.Load() {
 		e.peak.Store(m) // under mu
 	}
@@ -459,6 +493,7 @@ func (e *Expandable) release() error {
 		return nil
 	}
 	e.gen.Add(1)
+	e.releases.Add(1)
 	marks := e.h.SyncMarks()
 	if err := e.rt.DeviceSynchronize(); err != nil {
 		// Unmapping now could pull memory from under queued work: keep it,
@@ -492,11 +527,20 @@ func (e *Expandable) release() error {
 // already deallocated, gives ErrInvalidPointer; a size that does not match
 // the allocation's gives ErrInvalidArgument.
 func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindExpandable, ptr)
+	if fc := e.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(e, fc, ptr, bytes, func(n uintptr) error { return e.deallocateUnclaimed(stream, ptr, n, alignment) })
 	}
-	if err := heldByOther(kindExpandable, e, ptr); err != nil {
-		return err // another resource's chunk (held_chunks.go)
+	return e.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (e *Expandable) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	if err := subFreeRefused(kindExpandable, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {
@@ -638,7 +682,7 @@ func (e *Expandable) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, 
 
 // DeallocateBatch deallocates each block.
 func (e *Expandable) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(e, s, size, ptrs)
+	return deallocateBatch(e.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the resource takes a block back with the size it was

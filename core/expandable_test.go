@@ -174,8 +174,10 @@ func TestExpandableFragmentation(t *testing.T) {
 		require.NoError(t, err)
 		defer pool.Close()
 		_, err = scenario(t, pool)
-		requireIs(t, err, ErrOutOfMemory, "the pool has 200 MiB free, in 4 MiB pieces")
-		t.Logf("pool: %v", err)
+		// 200 MiB free in 4 MiB pieces: the pool gives back the chunks
+		// that are wholly free before it grows, and the maximum has room.
+		require.NoError(t, err, "the pool gives its free chunks back and serves 150 MiB")
+		assert.LessOrEqual(t, pool.PoolSize(), uintptr(maxSize))
 	})
 	t.Run("expandable", func(t *testing.T) {
 		e, err := NewExpandable(ExpandableOptions{MaximumSize: maxSize})

@@ -22,13 +22,27 @@ const kindFailureCallback = "failure_callback"
 // goroutines at once and must be safe for that.
 type FailureCallback struct {
 	upstream Resource
-	callback func(bytes uintptr) bool
+	callback func(bytes uintptr, retry int) bool
 }
 
 // NewFailureCallback returns an adaptor over upstream that calls callback
 // when an allocation runs out of memory. Both must be non-nil (an error
 // wrapping ErrInvalidArgument otherwise).
 func NewFailureCallback(upstream Resource, callback func(bytes uintptr) bool) (*FailureCallback, error) {
+	if err := checkUpstream(kindFailureCallback, upstream); err != nil {
+		return nil, err
+	}
+	if callback == nil {
+		return nil, fmt.Errorf("%s: %w: the callback must not be nil", kindFailureCallback, ErrInvalidArgument)
+	}
+	return &FailureCallback{upstream: upstream, callback: func(bytes uintptr, _ int) bool { return callback(bytes) }}, nil
+}
+
+// NewFailureCallbackRetries is NewFailureCallback with a callback that is
+// also told how many times this allocation was retried already (0 at its
+// first failure), so that it can escalate (drop a cache, then spill, then
+// give up).
+func NewFailureCallbackRetries(upstream Resource, callback func(bytes uintptr, retry int) bool) (*FailureCallback, error) {
 	if err := checkUpstream(kindFailureCallback, upstream); err != nil {
 		return nil, err
 	}
@@ -56,19 +70,27 @@ func (f *FailureCallback) Equal(other Resource) bool {
 // Allocate allocates from the upstream, calling the callback and retrying
 // while the upstream runs out of memory and the callback answers true.
 func (f *FailureCallback) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return f.allocate(s, bytes, alignment, false)
+	p, err := f.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(f, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (f *FailureCallback) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return f.allocate(DefaultStream, bytes, alignment, true)
+	p, err := f.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(f, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (f *FailureCallback) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
 	if bytes == 0 {
 		return 0, zeroRequest(kindFailureCallback, alignment)
 	}
-	for {
+	for retry := 0; ; retry++ {
 		p, err := upAllocate(f.upstream, s, bytes, alignment, sync)
 		if err == nil {
 			return p, nil
@@ -76,37 +98,37 @@ func (f *FailureCallback) allocate(s Stream, bytes, alignment uintptr, sync bool
 		if !errors.Is(err, ErrOutOfMemory) {
 			return 0, err
 		}
-		retry, perr := f.call(bytes)
+		again, perr := f.call(bytes, retry)
 		if perr != nil {
 			return 0, fmt.Errorf("%w (after: %w)", perr, err)
 		}
-		if !retry {
+		if !again {
 			return 0, err
 		}
 	}
 }
 
-func (f *FailureCallback) call(bytes uintptr) (retry bool, err error) {
+func (f *FailureCallback) call(bytes uintptr, n int) (retry bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			retry, err = false, fmt.Errorf("%s: the callback panicked for %d bytes: %v", kindFailureCallback, bytes, r)
 		}
 	}()
-	return f.callback(bytes), nil
+	return f.callback(bytes, n), nil
 }
 
 // Deallocate returns memory to the upstream.
 func (f *FailureCallback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindFailureCallback, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return f.upstream.Deallocate(s, ptr, bytes, alignment)
 }
 
 // DeallocateSync is Deallocate without a stream.
 func (f *FailureCallback) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindFailureCallback, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return f.upstream.DeallocateSync(ptr, bytes, alignment)
 }

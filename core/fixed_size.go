@@ -330,10 +330,11 @@ func (f *FixedSize) BlockSize() uintptr { return f.blockSize }
 // set.
 func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, error) {
 	size := f.blockSize * uintptr(f.perChunk)
-	base, err := takeChunk(f, f.upstream, s, size)
+	base, err := f.upstream.Allocate(s, size, DefaultAlignment)
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
+	lendChunk(f.upstream, base, true)
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
 	c := f.index.add(base, int32(len(old)), (f.perChunk+63)/64)
@@ -484,9 +485,13 @@ func (f *FixedSize) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, 
 		return 0, rejectRequest(kindFixedSize, bytes, alignment)
 	}
 	if bytes > f.blockSize {
-		return 0, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize)
+		return 0, explainOOM(f, stream, bytes, alignment, fmt.Errorf("%s: %w: Maximum allocation size exceeded (%d bytes requested, blocks are %d bytes)", kindFixedSize, ErrOutOfMemory, bytes, f.blockSize))
 	}
-	return f.allocate(stream)
+	p, err := f.allocate(stream)
+	if err != nil {
+		return 0, explainOOM(f, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // allocate is Allocate for a request already checked (not 0 bytes, at most
@@ -692,11 +697,20 @@ func (f *FixedSize) push(l *blockList, b fixedBlock) {
 // was passed to Allocate. A pointer that is not a block of this resource, or
 // a block not allocated, gives ErrInvalidPointer.
 func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindFixedSize, ptr)
+	if fc := f.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(f, fc, ptr, bytes, func(n uintptr) error { return f.deallocateUnclaimed(stream, ptr, n, alignment) })
 	}
-	if err := heldByOther(kindFixedSize, f, ptr); err != nil {
-		return err // another resource's chunk (held_chunks.go)
+	return f.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (f *FixedSize) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	if err := subFreeRefused(kindFixedSize, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {
@@ -848,7 +862,9 @@ func (f *FixedSize) Close() error {
 		}
 	}
 	for _, c := range cs {
-		if err := giveChunk(f, f.upstream, c.base, f.index.size); err != nil {
+		lendChunk(f.upstream, c.base, false)
+		if err := f.upstream.Deallocate(DefaultStream, c.base, f.index.size, DefaultAlignment); err != nil {
+			lendChunk(f.upstream, c.base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindFixedSize, f.index.size, c.base, err))
 		}
 	}
@@ -1004,7 +1020,7 @@ func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintpt
 
 // DeallocateBatch deallocates each block.
 func (f *FixedSize) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(f, s, size, ptrs)
+	return deallocateBatch(f.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: a block is taken back with any size up to the block size.

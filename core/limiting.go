@@ -120,12 +120,20 @@ func (l *Limiting) Equal(other Resource) bool {
 // Allocate allocates from the upstream if the limit allows; otherwise it
 // returns an error wrapping ErrOutOfMemory.
 func (l *Limiting) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(s, bytes, alignment, false)
+	p, err := l.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(l, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (l *Limiting) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(DefaultStream, bytes, alignment, true)
+	p, err := l.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(l, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (l *Limiting) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
@@ -181,8 +189,8 @@ func (l *Limiting) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (l *Limiting) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindLimiting, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	charge, ok := addr.AlignUp(bytes, l.alignment)
 	if cur := l.AllocatedBytes(); !ok || charge > cur {

@@ -65,6 +65,9 @@ type liveShard struct {
 type liveEntry struct {
 	size  uintptr // the bytes asked for
 	owner uintptr // which equal instances may free it; see the kinds' tables
+	// lent: a sub-allocator (pool, arena, fixed_size) holds it as a chunk
+	// (lendChunk): only the sub-allocator's own give-back frees it.
+	lent bool
 }
 
 // The tables, one per group of equal resources. owner is 0 in the stateless
@@ -112,6 +115,10 @@ func (t *liveTable) take(kind string, ptr, size, owner uintptr) (liveEntry, erro
 	s := t.shard(ptr)
 	s.mu.Lock()
 	e, ok := s.m[ptr]
+	if ok && e.lent {
+		s.mu.Unlock()
+		return liveEntry{}, errLent(kind, ptr)
+	}
 	if ok && e.owner == owner && e.size == size {
 		delete(s.m, ptr)
 		s.mu.Unlock()
@@ -128,26 +135,66 @@ func (t *liveTable) take(kind string, ptr, size, owner uintptr) (liveEntry, erro
 	}
 }
 
-// takeAny removes ptr's record, whatever its size and owner, and returns
-// it (a chunk a sub-allocator holds leaves its table: held_chunks.go).
-func (t *liveTable) takeAny(ptr uintptr) (liveEntry, bool) {
+// lend marks ptr's record lent to a sub-allocator, or no longer (lent
+// false); nothing when ptr is not recorded.
+func (t *liveTable) lend(ptr uintptr, lent bool) {
 	s := t.shard(ptr)
 	s.mu.Lock()
-	e, ok := s.m[ptr]
-	if ok {
-		delete(s.m, ptr)
+	if e, ok := s.m[ptr]; ok {
+		e.lent = lent
+		s.m[ptr] = e
 	}
 	s.mu.Unlock()
-	return e, ok
+}
+
+// chunkLender is a base resource that records its allocations in a
+// liveTable: lendChunk marks one as a chunk a sub-allocator holds (or no
+// longer), so that a user's free of it is refused (errLent).
+type chunkLender interface {
+	lendChunk(ptr uintptr, lent bool)
+}
+
+func (c *Cuda) lendChunk(ptr uintptr, lent bool)        { cudaLive.lend(ptr, lent) }
+func (m *Managed) lendChunk(ptr uintptr, lent bool)     { managedLive.lend(ptr, lent) }
+func (p *PinnedHost) lendChunk(ptr uintptr, lent bool)  { pinnedHostLive.lend(ptr, lent) }
+func (s *System) lendChunk(ptr uintptr, lent bool)      { systemLive.lend(ptr, lent) }
+func (s *SAMHeadroom) lendChunk(ptr uintptr, lent bool) { samLive.lend(ptr, lent) }
+
+// lendChunk marks ptr, a chunk a sub-allocator took from up (lent true) or
+// is about to give back to it (false), in the table of the base resource
+// under up's adaptors. A sub-allocator's first block starts where its
+// chunk does, and may fill it: without the mark, a free of that block
+// through the base resource (or an adaptor over it) with the chunk's size
+// freed the chunk while the sub-allocator still held it, and the base
+// resource handed the same memory out again. Nothing when the chain
+// reaches another sub-allocator first (its blocks are not base
+// allocations) or a resource that records nothing.
+func lendChunk(up Resource, ptr uintptr, lent bool) {
+	for r := up; r != nil && !isNil(r); {
+		if l, ok := r.(chunkLender); ok {
+			l.lendChunk(ptr, lent)
+			return
+		}
+		if _, ok := r.(Cacheable); ok {
+			return
+		}
+		a, ok := r.(interface{ Upstream() Resource })
+		if !ok {
+			return
+		}
+		r = a.Upstream()
+	}
 }
 
 // The refusals of a free, for every table.
 func errNotRecorded(kind string, ptr uintptr) error {
-	if h := chunkHolder(ptr); h != nil {
-		return errHeldChunk(kind, ptr, h)
-	}
 	return fmt.Errorf("%s: %w: %#x was not allocated by a %s resource, or was already deallocated",
 		kind, ErrInvalidPointer, ptr, kind)
+}
+
+func errLent(kind string, ptr uintptr) error {
+	return fmt.Errorf("%s: %w: %#x is a chunk that a live pool, arena or fixed_size resource took from this resource, and that resource holds it: free its blocks through it (nothing was freed)",
+		kind, ErrInvalidPointer, ptr)
 }
 
 func errOtherOwner(kind string, ptr uintptr, how string) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,8 @@ const EnvLogFile = "RMM_LOG_FILE"
 
 // LoggingOptions configures NewLogging.
 type LoggingOptions struct {
-	// FileName is the CSV file to write; it is created or truncated. When
+	// FileName is the CSV file to write; it is created or truncated, and
+	// the folders it names are made if they do not exist (as RMM). When
 	// both FileName and Writer are empty, the RMM_LOG_FILE environment
 	// variable names the file.
 	FileName string
@@ -117,6 +119,13 @@ func NewLogging(upstream Resource, opts LoggingOptions) (*Logging, error) {
 		if name == "" {
 			return nil, fmt.Errorf("%s: %w: no log file name given and %s is not set", kindLogging, ErrInvalidArgument, EnvLogFile)
 		}
+		// As RMM's logger (its file sink makes the parent directories), a
+		// log file may name folders that do not exist yet.
+		if dir := filepath.Dir(name); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("%s: %w: cannot create the log file's folder: %w", kindLogging, ErrInvalidArgument, err)
+			}
+		}
 		f, err := os.Create(name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: cannot create the log file: %w", kindLogging, ErrInvalidArgument, err)
@@ -179,12 +188,20 @@ func sameWriter(a, b io.Writer) bool {
 
 // Allocate allocates from the upstream and logs the result.
 func (l *Logging) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(s, bytes, alignment, false)
+	p, err := l.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(l, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream; it logs stream 0.
 func (l *Logging) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return l.allocate(DefaultStream, bytes, alignment, true)
+	p, err := l.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(l, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (l *Logging) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
@@ -231,12 +248,9 @@ func (l *Logging) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (l *Logging) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 || l.closed.Load() {
-		if ptr != 0 && bytes == 0 {
-			return zeroFree(kindLogging, ptr) // refused: no row
-		}
+	if ptr == 0 || l.closed.Load() {
 		l.log(eventlog.ActionFree, ptr, bytes, s)
-		if ptr == 0 || bytes == 0 {
+		if ptr == 0 {
 			return nil
 		}
 		return upDeallocate(l.upstream, s, ptr, bytes, alignment, sync)

@@ -198,6 +198,25 @@ func TestLoggingFile(t *testing.T) {
 	assert.Equal(t, data, data2, "nothing is logged after Close")
 }
 
+// TestLoggingFileMakesItsFolders: as RMM's logger, the adaptor creates the
+// folders its file name needs; a folder that cannot be made (a file is in
+// the way) is an error that says so.
+func TestLoggingFileMakesItsFolders(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "a", "b", "log.csv")
+	l, err := NewLogging(newFake(), LoggingOptions{FileName: name})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, eventlog.Header+"\n", string(data))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
+	_, err = NewLogging(newFake(), LoggingOptions{FileName: filepath.Join(dir, "file", "c", "log.csv")})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorContains(t, err, "cannot create the log file's folder")
+}
+
 func TestLoggingEnvironment(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "from-env.csv")
 	t.Setenv(EnvLogFile, name)
@@ -214,8 +233,9 @@ func TestLoggingEnvironment(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidArgument, "no file name and no RMM_LOG_FILE")
 	_, err = NewLogging(newFake(), LoggingOptions{FileName: name, Writer: io.Discard})
 	require.ErrorIs(t, err, ErrInvalidArgument, "both a file and a Writer")
-	_, err = NewLogging(newFake(), LoggingOptions{FileName: filepath.Join(t.TempDir(), "no", "such", "dir.csv")})
-	require.ErrorIs(t, err, ErrInvalidArgument, "a file that cannot be created")
+	_, err = NewLogging(newFake(), LoggingOptions{FileName: t.TempDir()})
+	require.ErrorIs(t, err, ErrInvalidArgument, "a file that cannot be created (a folder is in the way)")
+	assert.ErrorContains(t, err, "cannot create the log file")
 }
 
 type failingWriter struct{ after int }

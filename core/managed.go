@@ -43,7 +43,7 @@ func (m *Managed) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 	}
 	p, err := m.rt.MallocManaged(bytes, cudart.MemAttachGlobal)
 	if err != nil {
-		return 0, allocError(kindManaged, bytes, err)
+		return 0, explainOOM(m, stream, bytes, alignment, allocError(kindManaged, bytes, err))
 	}
 	managedLive.add(p, bytes, 0)
 	return p, nil
@@ -54,7 +54,7 @@ func (m *Managed) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, er
 // bytes other than were allocated, an error wrapping ErrInvalidArgument.
 // Neither frees anything.
 func (m *Managed) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	return cudaFree(m.rt, kindManaged, &managedLive, ptr, bytes)
+	return cudaFree(m.rt, kindManaged, &managedLive, ptr, bytes, alignment)
 }
 
 // AllocateSync is Allocate: the memory is ready when it returns.

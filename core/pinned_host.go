@@ -44,7 +44,7 @@ func (h *PinnedHost) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 	}
 	p, err := h.rt.HostAlloc(bytes, cudart.HostAllocDefault)
 	if err != nil {
-		return 0, allocError(kindPinnedHost, bytes, err)
+		return 0, explainOOM(h, stream, bytes, alignment, allocError(kindPinnedHost, bytes, err))
 	}
 	pinnedHostLive.add(p, bytes, 0)
 	return p, nil
@@ -57,6 +57,9 @@ func (h *PinnedHost) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 func (h *PinnedHost) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
+	}
+	if !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindPinnedHost, ptr, alignment)
 	}
 	e, err := pinnedHostLive.take(kindPinnedHost, ptr, bytes, 0)
 	if err != nil {

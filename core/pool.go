@@ -55,9 +55,13 @@ type PoolOptions struct {
 // chunk, never across chunks; blocks up to 1 MiB first wait unmerged in a
 // magazine of their list, for allocations of exactly their size, and merge
 // when anything else needs them (before the pool grows, in particular).
-// Nothing returns to the upstream before Release or Close, but for a pool
-// with no maximum that cannot grow: it gives back its wholly free chunks
-// and tries once more before it reports out of memory. The magazines
+// When the pool must grow for a request that its free memory could hold
+// (free in pieces, none large enough), it first gives its wholly free
+// chunks back to the upstream (one device synchronization), so that it
+// holds the new chunk instead of the new chunk and the unusable ones; on
+// real training this keeps it within a few percent of the peak in use,
+// where keeping every chunk held 1.4-2.5 times it. Otherwise chunks return
+// to the upstream on Release and Close. The magazines
 // together hold at most a thirty-second of the pool (at least 512 KiB;
 // see package cachepolicy).
 //
@@ -137,11 +141,13 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	p.h.Init(kindPool, r, p.grow, true)
 	p.h.EnableFront()
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
+	p.h.SetTrim(p.giveBack)
 	if initial > 0 {
-		ptr, err := takeChunk(p, upstream, DefaultStream, initial)
+		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
+		lendChunk(upstream, ptr, true)
 		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
@@ -153,8 +159,9 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	cur := p.h.Size()
 	try := p.sizeToGrow(size, cur)
 	for try >= size {
-		ptr, err := takeChunk(p, p.upstream, s, try)
+		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
 		if err == nil {
+			lendChunk(p.upstream, ptr, true)
 			return ptr, try, nil
 		}
 		if try == size {
@@ -226,50 +233,33 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	}
 	size := (bytes + DefaultAlignment - 1) &^ (DefaultAlignment - 1)
 	if stream == cudart.PerThreadDefaultStream {
-		return p.allocatePinned(stream, size)
+		return p.allocatePinned(stream, bytes, alignment, size)
 	}
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
-		return p.retry(stream, size, err)
+		return 0, p.failed(stream, bytes, alignment, err)
 	}
 	return ptr, nil
 }
 
-// retry is the end of an allocation the heap could not serve. When a pool
-// with no maximum ran out of memory (its upstream refused to grow it), it
-// gives its wholly free chunks back (as Release does) and asks once more:
-// free chunks of the wrong sizes must not make a request fail that the
-// upstream could serve (a pool that grew until the device was full, with
-// every block freed, refused a large request until rmm_pool_release). A
-// pool with a maximum reports reaching it, as RMM's does (how it places
-// blocks under its cap is the heap's policy).
-func (p *Pool) retry(stream Stream, size uintptr, err error) (uintptr, error) {
-	if !errors.Is(err, ErrOutOfMemory) || p.maxSize != 0 || p.closed.Load() {
-		return 0, closedOr(&p.closed, kindPool, err)
-	}
-	spans := p.h.ReleaseChunks(false)
-	if len(spans) == 0 {
-		return 0, err
-	}
-	if gerr := p.giveBack(spans); gerr != nil {
-		return 0, closedOr(&p.closed, kindPool, errors.Join(err, gerr))
-	}
-	ptr, err := p.h.Allocate(stream, size)
-	if err != nil {
-		return 0, closedOr(&p.closed, kindPool, err)
-	}
-	return ptr, nil
+// failed is the error of an allocation that failed with err: ErrClosed
+// once closed, else err with its out-of-memory report (oom.go). Out of
+// line, so that Allocate stays as small as it was.
+//
+//go:noinline
+func (p *Pool) failed(stream Stream, bytes, alignment uintptr, err error) error {
+	return explainOOM(p, stream, bytes, alignment, closedOr(&p.closed, kindPool, err))
 }
 
 // allocatePinned is Allocate on the per-thread default stream, which names
 // the calling thread's stream: the goroutine stays on its thread for the
 // call. (A function of its own, so that Allocate has no defer.)
-func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
+func (p *Pool) allocatePinned(stream Stream, bytes, alignment, size uintptr) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	ptr, err := p.h.Allocate(stream, size)
 	if err != nil {
-		return p.retry(stream, size, err)
+		return 0, p.failed(stream, bytes, alignment, err)
 	}
 	return ptr, nil
 }
@@ -281,11 +271,20 @@ func (p *Pool) allocatePinned(stream Stream, size uintptr) (uintptr, error) {
 // hand out, or one already deallocated, gives ErrInvalidPointer; a size
 // that does not match the allocation's gives ErrInvalidArgument.
 func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindPool, ptr)
+	if fc := p.caches.claimer(); fc != nil && ptr != 0 && bytes != 0 {
+		return claimedFree(p, fc, ptr, bytes, func(n uintptr) error { return p.deallocateUnclaimed(stream, ptr, n, alignment) })
 	}
-	if err := heldByOther(kindPool, p, ptr); err != nil {
-		return err // another resource's chunk (held_chunks.go)
+	return p.deallocateUnclaimed(stream, ptr, bytes, alignment)
+}
+
+// deallocateUnclaimed is Deallocate without the claim of a cache in front
+// (DeallocateBatch: the cache's own give-back).
+func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr == 0 {
+		return nil
+	}
+	if err := subFreeRefused(kindPool, ptr, bytes, alignment); err != nil {
+		return err
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindPool, bytes, alignment); err != nil {
@@ -359,6 +358,11 @@ func (p *Pool) Device() int { return p.dev }
 // PoolSize returns the bytes the pool holds from its upstream.
 func (p *Pool) PoolSize() uintptr { return p.h.Size() }
 
+// PeakPoolSize returns the most bytes the pool held from its upstream at
+// once: what it cost at its peak, which PoolSize no longer shows once the
+// pool gave chunks back.
+func (p *Pool) PeakPoolSize() uintptr { return p.h.PeakSize() }
+
 // UsedBytes returns the bytes handed out and not yet deallocated (each
 // rounded up to 256), as the users of the pool count them: blocks a cache
 // in front of the pool holds for its users (the C ABI's thread caches) are
@@ -394,7 +398,9 @@ func (p *Pool) giveBack(cs []heap.Span) error {
 		errs = append(errs, cudaError(kindPool+": synchronizing before returning memory upstream", err))
 	}
 	for _, c := range cs {
-		if err := giveChunk(p, p.upstream, c.Base, c.Size); err != nil {
+		lendChunk(p.upstream, c.Base, false)
+		if err := p.upstream.Deallocate(DefaultStream, c.Base, c.Size, DefaultAlignment); err != nil {
+			lendChunk(p.upstream, c.Base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.Size, c.Base, err))
 		}
 	}
@@ -448,7 +454,7 @@ func (p *Pool) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error)
 
 // DeallocateBatch deallocates each block.
 func (p *Pool) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(p, s, size, ptrs)
+	return deallocateBatch(p.deallocateUnclaimed, s, size, ptrs)
 }
 
 // CheckFree: the pool takes a block back with the size it was allocated

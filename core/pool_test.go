@@ -192,6 +192,9 @@ func TestPoolBestFitAndCoalescing(t *testing.T) {
 
 // TestPoolNoCoalescingAcrossChunks: two upstream chunks adjacent in memory
 // never merge (each returns to the upstream on its own).
+// TestPoolNoCoalescingAcrossChunks: chunks never merge, even adjacent
+// ones, so a block larger than each needs a new chunk; the free ones go
+// back to the upstream first rather than stay beside it unused.
 func TestPoolNoCoalescingAcrossChunks(t *testing.T) {
 	up := newCountingUpstream(t)
 	up.contiguous(t, 8<<20)
@@ -206,8 +209,9 @@ func TestPoolNoCoalescingAcrossChunks(t *testing.T) {
 	require.NoError(t, p.Deallocate(DefaultStream, b, 2<<20, 256))
 	c, err := p.Allocate(DefaultStream, 4<<20, 256)
 	require.NoError(t, err)
-	assert.Equal(t, uintptr(8<<20), p.PoolSize(), "a 4 MiB block needs a new chunk")
-	assert.Equal(t, []uintptr{2 << 20, 2 << 20, 4 << 20}, up.sizes)
+	assert.Equal(t, []uintptr{2 << 20, 2 << 20, 4 << 20}, up.sizes, "a 4 MiB block needs a new chunk")
+	assert.Equal(t, uintptr(4<<20), p.PoolSize(), "the free chunks went back before it")
+	assert.Equal(t, uintptr(4<<20), up.bytes)
 	require.NoError(t, p.Deallocate(DefaultStream, c, 4<<20, 256))
 }
 
@@ -504,4 +508,22 @@ func TestPoolReleaseFreesSpreadOverLists(t *testing.T) {
 		require.NoError(t, p.Deallocate(DefaultStream, x, 4<<10, 256))
 		require.NoError(t, p.Close())
 	}
+}
+
+// TestPoolPeakPoolSize: the peak stays where the pool was largest once it
+// gave chunks back.
+func TestPoolPeakPoolSize(t *testing.T) {
+	up := newCountingUpstream(t)
+	p := oneShard(t, func() (*Pool, error) { return NewPool(up, PoolOptions{}) })
+	defer p.Close()
+	a, err := p.Allocate(DefaultStream, 8<<20, 256)
+	require.NoError(t, err)
+	b, err := p.Allocate(DefaultStream, 8<<20, 256)
+	require.NoError(t, err)
+	require.Equal(t, uintptr(16<<20), p.PeakPoolSize())
+	require.NoError(t, p.Deallocate(DefaultStream, a, 8<<20, 256))
+	require.NoError(t, p.Deallocate(DefaultStream, b, 8<<20, 256))
+	require.NoError(t, p.Release())
+	assert.Zero(t, p.PoolSize())
+	assert.Equal(t, uintptr(16<<20), p.PeakPoolSize(), "the peak stays")
 }

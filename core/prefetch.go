@@ -70,13 +70,21 @@ func (p *Prefetch) Equal(other Resource) bool {
 // Allocate allocates from the upstream and prefetches the memory to the
 // current device on stream s.
 func (p *Prefetch) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return p.allocate(s, bytes, alignment, false)
+	ptr, err := p.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(p, s, bytes, alignment, err)
+	}
+	return ptr, nil
 }
 
 // AllocateSync is Allocate without a stream; it prefetches on the default
 // stream.
 func (p *Prefetch) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return p.allocate(DefaultStream, bytes, alignment, true)
+	ptr, err := p.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(p, DefaultStream, bytes, alignment, err)
+	}
+	return ptr, nil
 }
 
 func (p *Prefetch) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
@@ -133,16 +141,16 @@ func (p *Prefetch) concurrentManaged(dev int) (bool, error) {
 
 // Deallocate returns memory to the upstream.
 func (p *Prefetch) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindPrefetch, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return p.upstream.Deallocate(s, ptr, bytes, alignment)
 }
 
 // DeallocateSync is Deallocate without a stream.
 func (p *Prefetch) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindPrefetch, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	return p.upstream.DeallocateSync(ptr, bytes, alignment)
 }

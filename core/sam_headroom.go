@@ -76,7 +76,7 @@ func (s *SAMHeadroom) Allocate(stream Stream, bytes, alignment uintptr) (uintptr
 	}
 	p, err := samHeap.alloc(kindSAMHeadroom, bytes, s.headroom)
 	if err != nil {
-		return 0, err
+		return 0, explainOOM(s, stream, bytes, alignment, err)
 	}
 	if err := s.advise(p, bytes); err != nil {
 		// Nothing was enqueued on any stream: free at once.
@@ -112,6 +112,9 @@ func (s *SAMHeadroom) advise(p, bytes uintptr) error {
 // freed, gives an error wrapping ErrInvalidPointer; bytes other than were
 // allocated, an error wrapping ErrInvalidArgument.
 func (s *SAMHeadroom) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindSAMHeadroom, ptr, alignment)
+	}
 	return samHeap.free(kindSAMHeadroom, s.rt, stream, ptr, bytes, s.headroom)
 }
 

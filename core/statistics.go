@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 const kindStatistics = "statistics"
@@ -42,10 +43,8 @@ func (c *Counter) fold(child Counter) {
 //
 // Bytes are the requested (unrounded) sizes. A zero-byte allocation counts
 // one allocation of zero bytes (as in RMM), without calling the upstream, and
-// a zero-byte deallocation of pointer 0 uncounts it (a no-op when nothing
-// is outstanding). Failed calls count nothing, and neither does
-// Deallocate(0, n) for n > 0, a no-op; Deallocate(p, 0) for p != 0 is
-// refused with ErrInvalidArgument, as on every resource.
+// a zero-byte deallocation uncounts it. Failed calls count nothing, and
+// neither does Deallocate(0, n) for n > 0, a no-op.
 //
 // A deallocation is counted before the upstream is asked and uncounted
 // when the upstream refuses it (a foreign pointer, a double free, a wrong
@@ -80,6 +79,9 @@ type Statistics struct {
 	// store holds it.
 	hot   StatisticsHot
 	store StatisticsStore // set once, under mu
+	// zeros counts the zero-byte allocations outstanding: a free of size 0
+	// uncounts one of them, never an allocation of another size (issue 24).
+	zeros atomic.Int64
 }
 
 type counters struct{ bytes, count Counter }
@@ -246,20 +248,32 @@ func (st *Statistics) Equal(other Resource) bool {
 
 // Allocate allocates from the upstream and counts the allocation.
 func (st *Statistics) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return st.allocate(s, bytes, alignment, false)
+	p, err := st.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(st, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (st *Statistics) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return st.allocate(DefaultStream, bytes, alignment, true)
+	p, err := st.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(st, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (st *Statistics) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
 	var p uintptr
 	if bytes == 0 {
+		// Counted as RMM counts it: one allocation of 0 bytes. RMM asks the
+		// upstream, which answers NULL; no rmmgo resource answers otherwise,
+		// so the upstream is not asked (as by every adaptor).
 		if err := zeroRequest(kindStatistics, alignment); err != nil {
 			return 0, err
 		}
+		st.zeros.Add(1)
 	} else {
 		var err error
 		if p, err = upAllocate(st.upstream, s, bytes, alignment, sync); err != nil {
@@ -287,14 +301,11 @@ func (st *Statistics) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 && bytes != 0 {
-		return nil // no allocation returns 0 for a nonzero size: nothing to uncount
+	if bytes == 0 {
+		return st.deallocateZero(s, ptr, alignment, sync)
 	}
-	if ptr != 0 && bytes == 0 {
-		// Not a zero-byte allocation (those return 0): refused before
-		// anything is uncounted, so that the block's own free still is
-		// counted against what is outstanding.
-		return zeroFree(kindStatistics, ptr)
+	if ptr == 0 {
+		return nil // no allocation returns 0 for a nonzero size: nothing to uncount
 	}
 	var (
 		ok       bool
@@ -309,18 +320,43 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 		st.update(func(h *StatisticsHot) { ok, outBytes, outCount = h.Free(bytes), h.OutBytes, h.OutCount })
 	}
 	if !ok {
-		if bytes == 0 {
-			return nil
-		}
 		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes), but only %d bytes in %d allocations are outstanding through this adaptor",
 			kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount)
 	}
-	if ptr != 0 && bytes != 0 {
-		if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
-			st.mu.Lock()
-			st.update(func(h *StatisticsHot) { h.Unfree(bytes) })
+	if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
+		st.mu.Lock()
+		st.update(func(h *StatisticsHot) { h.Unfree(bytes) })
+		return err
+	}
+	return nil
+}
+
+// deallocateZero is the free of a zero-byte allocation, as RMM's: the
+// upstream frees ptr (which refuses a block of another size: a size 0 for a
+// live block is a wrong size, issue 24), then one zero-byte allocation is
+// uncounted, if one is outstanding. deallocate(NULL, 0) with none
+// outstanding is a no-op: it must never uncount an allocation of another
+// size, whose own free would then be refused.
+func (st *Statistics) deallocateZero(s Stream, ptr, alignment uintptr, sync bool) error {
+	if ptr != 0 {
+		if err := upDeallocate(st.upstream, s, ptr, 0, alignment, sync); err != nil {
 			return err
 		}
+	}
+	for {
+		n := st.zeros.Load()
+		if n == 0 {
+			return nil
+		}
+		if st.zeros.CompareAndSwap(n, n-1) {
+			break
+		}
+	}
+	var ok bool
+	st.mu.Lock()
+	st.update(func(h *StatisticsHot) { ok = h.Free(0) })
+	if !ok {
+		st.zeros.Add(1)
 	}
 	return nil
 }

@@ -343,40 +343,43 @@ func fuzzProgram(t *testing.T, m *fuzzMachine, program []byte, build func(cuda *
 			st := m.streams[int(next())%len(m.streams)]
 			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) again", b.p, b.n), func() error { return r.Deallocate(st, b.p, b.n, DefaultAlignment) })
 			check(step, "double free")
-		case 9: // a wrong size is refused (0 too: no allocation of 0 bytes has a pointer)
+		case 9: // a wrong size is refused
 			if len(live) == 0 {
 				continue
 			}
 			b := live[int(next())%len(live)]
-			x := next()
-			bytes := s.wrongSize(b.n, x)
-			if x%7 == 3 {
-				bytes = 0
+			bytes := s.wrongSize(b.n, next())
+			if op&fZero != 0 {
+				bytes = 0 // issue 24: size 0 freed nothing and said yes
 			}
-			if op&fSync != 0 {
-				mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes (sync)", b.p, b.n, bytes), func() error { return r.DeallocateSync(b.p, bytes, DefaultAlignment) })
-			} else {
-				mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes", b.p, b.n, bytes), func() error { return r.Deallocate(b.s, b.p, bytes, DefaultAlignment) })
+			mustRefuse(step, fmt.Sprintf("freeing [%#x,+%d) with %d bytes", b.p, b.n, bytes), func() error { return r.Deallocate(b.s, b.p, bytes, DefaultAlignment) })
+			if op&fAlign3 != 0 {
+				if err := r.Deallocate(b.s, b.p, b.n, 3); !errors.Is(err, ErrBadAlignment) {
+					t.Fatalf("step %d: freeing [%#x,+%d) with alignment 3: want ErrBadAlignment, got %v", step, b.p, b.n, err)
+				}
 			}
 			check(step, "wrong size")
-		case 10: // an interior pointer is refused: a multiple of 256 into the block (even byte), or any offset (odd byte; 1..255 too)
+		case 10: // an interior pointer is refused
 			if len(live) == 0 {
 				continue
 			}
 			b := live[int(next())%len(live)]
-			if b.n <= 1 {
+			if op&fOffGrid != 0 {
+				// Issue 24: p+1..p+255 shared p's slot in the heap's index.
+				off := 1 + uintptr(next())%(DefaultAlignment-1)
+				mustRefuse(step, fmt.Sprintf("freeing %#x inside [%#x,+%d)", b.p+off, b.p, b.n),
+					func() error { return r.Deallocate(b.s, b.p+off, b.n, DefaultAlignment) })
+				check(step, "interior free off the grid")
 				continue
 			}
-			x := uintptr(next())
-			var off uintptr
-			if x&1 == 0 && b.n > DefaultAlignment {
-				off = DefaultAlignment * (1 + x%((b.n-1)/DefaultAlignment))
-			} else {
-				off = 1 + (x*73+x>>1)%(b.n-1)
+			if b.n <= DefaultAlignment {
+				continue
 			}
-			size := [...]uintptr{b.n - off, b.n}[x>>7]
-			mustRefuse(step, fmt.Sprintf("freeing %#x (%d bytes) inside [%#x,+%d)", b.p+off, size, b.p, b.n),
-				func() error { return r.Deallocate(b.s, b.p+off, size, DefaultAlignment) })
+			k := 1 + uintptr(next())%((b.n-1)/DefaultAlignment)
+			mustRefuse(step, fmt.Sprintf("freeing %#x inside [%#x,+%d)", b.p+k*DefaultAlignment, b.p, b.n),
+				func() error {
+					return r.Deallocate(b.s, b.p+k*DefaultAlignment, b.n-k*DefaultAlignment, DefaultAlignment)
+				})
 			check(step, "interior free")
 		case 11: // memory from elsewhere is refused
 			n := fuzzSizes[int(next())%8]
@@ -505,6 +508,10 @@ const (
 	fSync  = 0x40 // opAlloc, opFree: the Sync call
 	fOther = 0x80 // opFree: on a stream given next
 	fClass = 0x20 // opFree: with another size of the same class
+
+	fZero    = 0x80 // opWrong: size 0 instead
+	fAlign3  = 0x40 // opWrong: then the right size with alignment 3
+	fOffGrid = 0x80 // opInterior: an offset 1..255 from the block's start
 )
 
 // fuzzSeeds adds the programs every target starts from. A program's first
@@ -520,6 +527,11 @@ func fuzzSeeds(f *testing.F) {
 		opWrong, 0, 3, opWrong, 1, 200, opWrong, 2, 7,
 		opInterior, 1, 5, opInterior, 2, 1,
 		opDouble, 0, 2, opForeign, 6, opDouble, 0, 0, opFreeOldest))
+	// Issue 24: interior pointers off the 256-byte grid, size 0, alignment 3.
+	f.Add(prog(2, opAlloc, 6, 1, opAlloc, 13, 2, opAlloc, 3, 0,
+		opInterior|fOffGrid, 0, 0, opInterior|fOffGrid, 1, 127, opInterior|fOffGrid, 2, 254,
+		opWrong|fZero, 0, 0, opWrong|fAlign3, 1, 9, opWrong|fZero|fAlign3, 2, 1,
+		opAlloc, 6, 1, opAlloc, 13, 2, opFreeOldest, opFreeOldest))
 	// Sizes of a class, frees on other streams, odd sizes, syncs, release.
 	f.Add(prog(4, opAlloc|fOdd, 3, 7, 1, opAlloc|fOdd, 5, 9, 2, opAlloc, 10, 3, opAlloc, 11, 0,
 		opFree|fOther|fClass, 0, 2, 77, opSync, 1, opFree|fOther, 1, 0, opSync, 4, opRelease,

@@ -82,7 +82,11 @@ func (s *System) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, err
 	if !requestOK(bytes, alignment) {
 		return 0, rejectRequest(kindSystem, bytes, alignment)
 	}
-	return systemHeap.alloc(kindSystem, bytes, 0)
+	p, err := systemHeap.alloc(kindSystem, bytes, 0)
+	if err != nil {
+		return 0, explainOOM(s, stream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate synchronizes stream, then frees ptr. Memory System did not
@@ -92,6 +96,9 @@ func (s *System) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, err
 // device may still use it) and the error says so; it may be deallocated
 // again later.
 func (s *System) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
+	if ptr != 0 && !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindSystem, ptr, alignment)
+	}
 	return systemHeap.free(kindSystem, s.rt, stream, ptr, bytes, 0)
 }
 

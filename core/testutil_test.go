@@ -26,7 +26,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -134,12 +136,17 @@ func withDevice(t testing.TB, r cudart.Runtime, dev int, fn func()) {
 	fn()
 }
 
-// requireDevices skips the test unless r has at least n devices.
+// requireDevices skips the test unless r has at least n devices; where
+// RMMGO_TEST_MIN_DEVICES says the machine has n (make test on the simulated
+// device, the GPU bundle on two GPUs), fewer fails the test instead.
 func requireDevices(t testing.TB, r cudart.Runtime, n int) {
 	t.Helper()
 	count, err := r.GetDeviceCount()
 	require.NoError(t, err)
 	if count < n {
+		if min, _ := strconv.Atoi(os.Getenv("RMMGO_TEST_MIN_DEVICES")); min >= n {
+			t.Fatalf("needs %d devices: RMMGO_TEST_MIN_DEVICES=%d, but the machine has %d", n, min, count)
+		}
 		t.Skipf("needs %d devices, the machine has %d", n, count)
 	}
 }

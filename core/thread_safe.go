@@ -44,7 +44,11 @@ func (t *ThreadSafe) Allocate(s Stream, bytes, alignment uintptr) (uintptr, erro
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.upstream.Allocate(s, bytes, alignment)
+	p, err := t.upstream.Allocate(s, bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(t, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync allocates from the upstream under the lock.
@@ -54,13 +58,17 @@ func (t *ThreadSafe) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.upstream.AllocateSync(bytes, alignment)
+	p, err := t.upstream.AllocateSync(bytes, alignment)
+	if err != nil {
+		return 0, explainOOM(t, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // Deallocate returns memory to the upstream under the lock.
 func (t *ThreadSafe) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindThreadSafe, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -69,8 +77,8 @@ func (t *ThreadSafe) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 
 // DeallocateSync returns memory to the upstream under the lock.
 func (t *ThreadSafe) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindThreadSafe, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -134,12 +134,20 @@ func (t *Tracking) OutstandingCount() int {
 
 // Allocate allocates from the upstream and tracks the allocation.
 func (t *Tracking) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error) {
-	return t.allocate(s, bytes, alignment, false)
+	p, err := t.allocate(s, bytes, alignment, false)
+	if err != nil {
+		return 0, explainOOM(t, s, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 // AllocateSync is Allocate without a stream.
 func (t *Tracking) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
-	return t.allocate(DefaultStream, bytes, alignment, true)
+	p, err := t.allocate(DefaultStream, bytes, alignment, true)
+	if err != nil {
+		return 0, explainOOM(t, DefaultStream, bytes, alignment, err)
+	}
+	return p, nil
 }
 
 func (t *Tracking) allocate(s Stream, bytes, alignment uintptr, sync bool) (uintptr, error) {
@@ -188,8 +196,8 @@ func (t *Tracking) DeallocateSync(ptr, bytes, alignment uintptr) error {
 }
 
 func (t *Tracking) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool) error {
-	if ptr == 0 || bytes == 0 {
-		return zeroFree(kindTracking, ptr)
+	if ptr == 0 {
+		return nil // a size 0 goes on: the upstream refuses it for a block
 	}
 	// Stop tracking before the upstream frees: once freed, the address may
 	// be handed to another goroutine, whose entry we must not remove.

@@ -20,10 +20,11 @@
 //
 // The simulated backend (package cudart/sim: sim.New) models devices,
 // memory, streams, events and memory pools in host memory, for development
-// machines and CI. It registers itself with RegisterBackend when imported;
-// librmmgo.so always links it, and a Go program that asks for it by name
-// imports it (import _ "github.com/rmmgo/rmmgo/cudart/sim"). Asked for
-// where it is not linked, Open says so.
+// machines and CI. It registers itself with RegisterBackend when imported.
+// Package core imports it (so librmmgo.so and every Go program that uses
+// core have it) unless built with -tags rmmgo_nosim; a program that uses
+// cudart alone imports it (import _ "github.com/rmmgo/rmmgo/cudart/sim").
+// Asked for where it is not linked, Open says so.
 //
 // Code above this package sees only Runtime and never asks which backend
 // runs; Backend reports it for messages and for tests that only make sense

@@ -89,8 +89,8 @@ func Open(opts Options) (Runtime, error) {
 	case open != nil:
 		return open()
 	case b == BackendSimulated:
-		return nil, fmt.Errorf("%w: the simulated backend is not linked into this program: import _ %q",
-			ErrBackendUnavailable, simPackage)
+		return nil, fmt.Errorf("%w: the simulated backend is not linked into this program: import _ %q "+
+			"(package core links it, unless built with -tags rmmgo_nosim)", ErrBackendUnavailable, simPackage)
 	default:
 		return nil, fmt.Errorf("%w: unknown backend %q (want %q or %q)", ErrBackendUnavailable, b, BackendCUDA, BackendSimulated)
 	}

@@ -30,12 +30,19 @@
  *     current (RMM's rule); base resources check it.
  *   - Every function is safe to call from many threads at once, including
  *     threads the library did not create, unless its comment says otherwise.
- *   - fork(): the library cannot be used in a child process created by fork()
- *     without exec. Its Go runtime does not survive fork (nor does CUDA): in
- *     the child, every function that would need it returns at once with
- *     RMM_ERROR_NOT_SUPPORTED and a message saying so, rather than hang.
- *     The parent is unaffected. Python's multiprocessing: use the "spawn" or
- *     "forkserver" start method.
+ *   - fork(): the library cannot be used in the child of a fork() (without
+ *     exec). Go, which the library runs on, and CUDA do not survive a fork:
+ *     locks the parent's other threads held -- including the Go runtime's
+ *     own threads, which exist whether or not the program made any -- stay
+ *     held in the child. So in such a child every call that would enter the
+ *     library's core fails at once with RMM_ERROR_NOT_SUPPORTED and the
+ *     message "<function>: rmmgo cannot be used in a child process created
+ *     by fork(): ..." (calls that return no status return NULL, 0 or
+ *     nothing and set rmm_last_error_status). rmm_last_error_message,
+ *     rmm_last_error_status, rmm_status_string, rmm_version*,
+ *     rmm_last_out_of_memory_report, rmm_string_free and
+ *     rmm_resource_options_init keep working there. Start children with
+ *     exec (Python: multiprocessing's "spawn" or "forkserver" method).
  *
  * The backend: by default the library loads the CUDA runtime (libcudart.so.13,
  * .12, or the file named by RMMGO_CUDART_LIBRARY). With RMMGO_BACKEND=simulated
@@ -135,9 +142,6 @@ rmm_status rmm_mem_get_info(size_t* free_bytes, size_t* total_bytes);
 /* Streams and copies, enough to use memory without the CUDA headers (and on
  * the simulated device, where no CUDA exists). Copies and fills are
  * stream-ordered on `stream`; the copy kind is inferred from the pointers.
- * Pointers the library did not hand out must be valid memory, as in CUDA
- * (which may crash on a foreign pointer that is not); the simulated device
- * answers host ranges the process has not mapped with RMM_ERROR_CUDA.
  *
  * Streams: the library knows the streams rmm_stream_create* made. After
  * rmm_stream_destroy, every call that names such a stream fails with
@@ -199,7 +203,9 @@ typedef enum rmm_resource_kind {
   RMM_RESOURCE_PREFETCH = 45,
   RMM_RESOURCE_STATISTICS = 46,
   RMM_RESOURCE_THREAD_SAFE = 47,
-  RMM_RESOURCE_TRACKING = 48
+  RMM_RESOURCE_TRACKING = 48,
+  /* a resource whose functions are the caller's (rmm_resource_create_external) */
+  RMM_RESOURCE_EXTERNAL = 60
 } rmm_resource_kind;
 
 /* Accessibility properties. */
@@ -298,8 +304,9 @@ typedef struct rmm_resource_options {
   /* limiting: the most bytes outstanding at once; must be set, and not 0. */
   size_t allocation_limit;
 
-  /* logging: the CSV file to write (NULL: the RMM_LOG_FILE environment
-   * variable); auto_flush nonzero flushes after every row. */
+  /* logging: the CSV file to write, made with its folders (NULL: the
+   * RMM_LOG_FILE environment variable); auto_flush nonzero flushes after
+   * every row. */
   const char* log_file;
   int auto_flush;
 
@@ -349,21 +356,12 @@ rmm_status rmm_resource_release(rmm_resource_t mr);
 rmm_status rmm_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment,
                         void** ptr);
 /* Give back memory in stream order; bytes and alignment as allocated.
- * ptr == NULL is a no-op; with bytes == 0 it is the free of a zero-byte
- * allocation, which a statistics adaptor uncounts (as RMM's does).
- * Deallocating memory the resource did not hand out, or twice, is answered
- * with RMM_ERROR_INVALID_POINTER where the resource can know (base resources
- * and sub-allocators can: a pointer inside a block at any offset, and a
- * chunk a sub-allocator holds, freed through its upstream, are refused), and
- * a size other than was allocated with RMM_ERROR_INVALID_ARGUMENT where it
- * can (base resources, pool and arena; fixed_size and binning bins accept
- * any nonzero size up to the block, as RMM does). A pointer with bytes == 0
- * is refused on every kind (RMM_ERROR_INVALID_ARGUMENT), and an alignment
- * that is not a power of two (RMM_ERROR_BAD_ALIGNMENT); nothing is freed
- * then. What no library can check: memory of an adaptor's upstream freed
- * through the adaptor within what the adaptor has outstanding (a
- * statistics or limiting adaptor counts, it does not know pointers), and
- * CUDA handles (streams, memory pools) it did not make. */
+ * ptr == NULL is a no-op. Deallocating memory the resource did not hand out,
+ * or twice, is answered with RMM_ERROR_INVALID_POINTER where the resource
+ * can know (base resources and sub-allocators can), and a size other than
+ * was allocated with RMM_ERROR_INVALID_ARGUMENT where it can (base resources,
+ * pool and arena; fixed_size and binning bins accept any size up to the
+ * block, as RMM does); nothing is freed then. */
 rmm_status rmm_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes,
                           size_t alignment);
 /* The same without a stream: memory is ready for any use on return. */
@@ -417,13 +415,6 @@ rmm_status rmm_deallocate_direct(rmm_resource_t mr, rmm_stream_t stream, void* p
  * none: rmm_allocate_direct and the framework allocators (rmm_cupy_malloc,
  * rmm_torch_allocate). */
 rmm_status rmm_last_error_status(void);
-/* The pointer the calling thread's last rmm_allocate_direct returned (NULL
- * when it returned NULL, or before the first). For a binding whose runtime
- * can raise an asynchronous exception between the return of
- * rmm_allocate_direct and the store of its result (Python's
- * KeyboardInterrupt arrives there): the binding takes the block from here
- * rather than lose it. */
-void* rmm_last_direct_allocation(void);
 
 /* A nonzero number naming what rmm_get_current_device_resource() would give
  * the calling thread: it is made of the thread's current device and a
@@ -443,6 +434,9 @@ uint64_t rmm_current_resource_token(void);
  * mapped, and release gives back to the device every wholly free granule,
  * live memory staying where it is) */
 rmm_status rmm_pool_size(rmm_resource_t mr, size_t* bytes);       /* bytes taken from upstream */
+/* The most bytes taken from upstream at once (the pool gives chunks back
+ * before it grows when its free memory is in pieces: rmm_pool_size falls). */
+rmm_status rmm_pool_peak_size(rmm_resource_t mr, size_t* bytes);
 /* Bytes handed out and not given back, each rounded up to 256: the same
  * number Go's Pool.UsedBytes and Python's used_bytes give. Blocks the
  * per-thread caches keep are not in use. */
@@ -501,6 +495,66 @@ rmm_status rmm_tracking_outstanding_count(rmm_resource_t mr, size_t* count);
  * rmm_logging_file_name. */
 rmm_status rmm_tracking_report(rmm_resource_t mr, char* buf, size_t buf_size, size_t* needed);
 
+/* ------------------------------------------------ external resources */
+/* A resource written outside rmmgo (a C++ class satisfying CCCL's resource
+ * concept, a C allocator) registered as a handle: it can then be an upstream,
+ * a per-device resource, and is seen by C, C++, Python and Go like any other.
+ * Unlike RMM_RESOURCE_CALLBACK, the functions get the alignment, report a
+ * status and a message, decide equality, and are told when the last
+ * reference goes.
+ *
+ * The functions may be called from any thread, concurrently, and must not
+ * throw or longjmp. allocate and allocate_sync write the memory to *ptr and
+ * return RMM_SUCCESS, or return a failure status (RMM_ERROR_OUT_OF_MEMORY
+ * when there was no room, RMM_ERROR_BAD_ALLOC otherwise, or any other
+ * status) after writing a NUL-terminated message of at most message_size
+ * bytes into message (it may leave it empty). Zero-byte requests and NULL
+ * frees never reach them. A pointer that is not aligned as asked is given
+ * back and reported as RMM_ERROR_BAD_ALLOC. */
+/* rmm_status, spelled so that tools listing the header's functions do not
+ * take the function-pointer types for functions. */
+typedef rmm_status rmmgo_status_t;
+typedef rmmgo_status_t (*rmm_external_allocate_fn)(void* self, size_t bytes, size_t alignment, rmm_stream_t stream,
+                                               void** ptr, char* message, size_t message_size);
+typedef rmmgo_status_t (*rmm_external_deallocate_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
+                                                 rmm_stream_t stream, char* message, size_t message_size);
+typedef rmmgo_status_t (*rmm_external_allocate_sync_fn)(void* self, size_t bytes, size_t alignment, void** ptr,
+                                                    char* message, size_t message_size);
+typedef rmmgo_status_t (*rmm_external_deallocate_sync_fn)(void* self, void* ptr, size_t bytes, size_t alignment,
+                                                      char* message, size_t message_size);
+
+typedef struct rmm_external_resource {
+  size_t struct_size;  /* sizeof(rmm_external_resource) (checked)              */
+  void* self;          /* passed to every function                            */
+  rmm_external_allocate_fn allocate;         /* required                       */
+  rmm_external_deallocate_fn deallocate;     /* required                       */
+  /* NULL: allocate on the default stream, then synchronize it (and
+   * deallocate on the default stream). */
+  rmm_external_allocate_sync_fn allocate_sync;
+  rmm_external_deallocate_sync_fn deallocate_sync;
+  /* Whether memory of one can be given back to the other, asked only of two
+   * external resources with the same is_equal function (their selves may
+   * be equal); NULL: equal only when self is the same pointer. */
+  int (*is_equal)(void* self, void* other_self);
+  /* Called once, when the last reference to the handle goes (NULL: none). */
+  void (*release)(void* self);
+  /* rmm_property bits: RMM_PROPERTY_DEVICE_ACCESSIBLE and/or
+   * RMM_PROPERTY_HOST_ACCESSIBLE. */
+  unsigned int properties;
+  /* The device the memory belongs to (it may then be that device's
+   * resource only), or -1: any device. */
+  int device;
+} rmm_external_resource;
+
+/* Registers *ops as a new resource of kind RMM_RESOURCE_EXTERNAL; *out
+ * receives its first reference. ops is copied; self must stay valid until
+ * release is called. */
+rmm_status rmm_resource_create_external(const rmm_external_resource* ops, rmm_resource_t* out);
+/* The self and is_equal function of an external resource (either out
+ * pointer may be NULL): lets a binding recognise its own objects.
+ * RMM_ERROR_INVALID_ARGUMENT for resources of other kinds. */
+rmm_status rmm_resource_external_self(rmm_resource_t mr, void** self, void** is_equal_fn);
+
 /* -------------------------------------------------- framework allocators */
 /* Entry points shaped for other allocators' plug-in interfaces. They serve
  * from the given device's current resource with 256-byte alignment. They
@@ -518,6 +572,47 @@ void rmm_cupy_free(void* param, void* ptr, int device);
  * throw on failure. */
 void* rmm_torch_allocate(size_t bytes, int device, void* stream);
 void rmm_torch_deallocate(void* ptr, size_t bytes, int device, void* stream);
+
+/* ------------------------------------- out of memory: why, and what to do */
+/* docs/out-of-memory.md. Every failed allocation's message (rmm_last_error_message)
+ * ends with a report: the request, the resource chain, live, reserved and
+ * free bytes, the largest free block (per stream), what thread caches and
+ * magazines hold, the device's free memory and a one-line reading. */
+
+/* The calling thread's last out-of-memory report as JSON (keys: bytes,
+ * alignment, stream, chain, resources [{kind, live, reserved, maximum, free,
+ * free_blocks, largest_free, streams, magazine_held, cache_held, max_request,
+ * note}], device, device_free, device_total, reading, message); "" when the
+ * thread's last failed allocation was not out of memory. Valid until the
+ * thread's next failed allocation. */
+const char* rmm_last_out_of_memory_report(void);
+
+/* Writes a snapshot of mr's memory (every block of its first block-keeping
+ * resource: address, size, live or free, stream, where cached; origins from
+ * a tracking adaptor with stacks; the trace of a pressure resource with
+ * history) to path: JSON when path ends in ".json", else the pickle that
+ * torch.cuda.memory._dump_snapshot writes and torch/cuda/_memory_viz.py
+ * reads. */
+rmm_status rmm_memory_snapshot(rmm_resource_t mr, const char* path);
+/* The same snapshot as JSON in a buffer the caller frees with
+ * rmm_string_free. */
+rmm_status rmm_memory_snapshot_json(rmm_resource_t mr, char** json);
+void rmm_string_free(char* s);
+
+/* Pressure resource: an adaptor over upstream that calls on_cross when its
+ * live bytes reach a threshold (up = 1) or fall below it again (up = 0), and
+ * on_failure when upstream runs out of memory, with the number of retries so
+ * far (0 first): nonzero retries (after spilling, say). Either callback may be
+ * NULL; callbacks run on the thread whose call crossed, one at a time, and
+ * may allocate through the resource. history > 0 keeps that many events for
+ * snapshots' traces. Release it with rmm_resource_release. */
+typedef void (*rmm_pressure_callback)(size_t threshold, size_t live_bytes, int up, void* arg);
+typedef int (*rmm_pressure_failure_callback)(size_t bytes, int retry, void* arg);
+rmm_status rmm_pressure_resource_create(rmm_resource_t upstream, const size_t* thresholds, size_t count,
+                                        rmm_pressure_callback on_cross, rmm_pressure_failure_callback on_failure,
+                                        void* arg, size_t history, rmm_resource_t* out);
+/* Live bytes allocated through a pressure resource. */
+rmm_status rmm_pressure_live_bytes(rmm_resource_t mr, size_t* bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

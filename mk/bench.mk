@@ -25,6 +25,34 @@ test-bench: $(BENCH_C)
 	  echo "test-bench: want 28 random-allocations rows, 3 fragmentation rows and no failure, got $$rows and $$frag"; exit 1; fi; \
 	grep -q '^| expandable | .* | 32 of 32 | 0 |' $(BUILD)/test-bench.md || \
 	  { echo "test-bench: expandable did not serve every big request of the fragmentation workload"; exit 1; }; \
+	if [ "$(RMMGO_BACKEND)" = simulated ] && { ! grep -q '^- CUDA: none, simulated device' $(BUILD)/test-bench.md || \
+	     grep -q '^- CUDA runtime' $(BUILD)/test-bench.md; }; then \
+	  echo "test-bench: on the simulated device the header must say so, not name a CUDA runtime"; exit 1; fi; \
 	echo "test-bench: random_allocations ran every resource, and the fragmentation workload"
 
 test: test-bench
+
+# The real-workload logs of bench/traces (GPT-2 and ResNet-50 training, a
+# CuPy pipeline) replayed against every sub-allocator (`-r traces`: see
+# cmd/rmmgo-replay/resources.go) on the simulated device with an H100's
+# 80 GiB, serially (the same figures every run): one table of peak reserved
+# over peak live, failures and time per op; one JSON line per replay in
+# $(BUILD)/bench-traces.jsonl. A few seconds. On a GPU: gpu-bundle/bench.sh
+# OUT traces, or BENCH_TRACES_BACKEND=cuda make bench-traces.
+REPLAY               := $(BUILD)/rmmgo-replay
+BENCH_TRACES_BACKEND ?= simulated
+BENCH_TRACES_ARGS    ?=
+TRACES               := $(wildcard bench/traces/*.csv.gz)
+comma                := ,
+empty                :=
+space                := $(empty) $(empty)
+
+.PHONY: bench-traces $(REPLAY)
+
+$(REPLAY): | setup
+	@mkdir -p $(BUILD)
+	$(GO) build $(GOFLAGS) -o $@ ./cmd/rmmgo-replay
+
+bench-traces: $(REPLAY)
+	RMMGO_BACKEND=$(BENCH_TRACES_BACKEND) RMMGO_SIM_MEMORY=$${RMMGO_SIM_MEMORY:-80GiB} \
+	  ./$(REPLAY) -f $(subst $(space),$(comma),$(TRACES)) -r traces -json $(BUILD)/bench-traces.jsonl $(BENCH_TRACES_ARGS)

@@ -6,8 +6,9 @@
 #
 # Each C test is a table of named tests (tests/c/test_util.h); run a few
 # with build/c/<program> <test name>...
-#   make test-cmake  build and install with CMake into a temporary prefix, then
-#                    build and run tests/cmake-consumer and check rmmgo.pc
+#   make test-cmake  `make install` into a DESTDIR staging tree (mk/install.mk),
+#                    then build tests/cmake-consumer against it with CMake
+#                    and with pkg-config, and run it
 #   make bench-c     the C ABI's allocation cost (tests/c/capi_bench.c)
 
 .PHONY: test-c test-cmake bench-c c-programs
@@ -15,7 +16,23 @@
 # The per-device tests need two devices; the simulated device has two
 # unless told otherwise.
 RMMGO_SIM_DEVICES ?= 2
+comma := ,
 export RMMGO_SIM_DEVICES
+
+# The tests that need two devices (Go, C, C++, Python) skip on a machine of
+# one, but fail where RMMGO_TEST_MIN_DEVICES says the machine has two: the
+# simulated device's count, or the GPUs CUDA_VISIBLE_DEVICES names (else
+# nvidia-smi lists). So the per-device tests cannot go unrun unnoticed.
+ifeq ($(origin RMMGO_TEST_MIN_DEVICES), undefined)
+  ifeq ($(RMMGO_BACKEND),simulated)
+    RMMGO_TEST_MIN_DEVICES := $(RMMGO_SIM_DEVICES)
+  else ifneq ($(CUDA_VISIBLE_DEVICES),)
+    RMMGO_TEST_MIN_DEVICES := $(words $(subst $(comma), ,$(CUDA_VISIBLE_DEVICES)))
+  else
+    RMMGO_TEST_MIN_DEVICES := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  endif
+endif
+export RMMGO_TEST_MIN_DEVICES
 
 C_BUILD      := $(BUILD)/c
 C_EXAMPLES   := $(patsubst examples/c/%.c,$(C_BUILD)/example_%,$(wildcard examples/c/*.c))
@@ -49,16 +66,20 @@ test-c: c-programs test-cmake
 	bash tests/c/check-exports.sh include/rmmgo.h $(LIB)
 
 CMAKE_BUILD   := $(BUILD)/cmake
-CMAKE_PREFIX  := $(BUILD)/cmake-install
+CMAKE_STAGE   := $(BUILD)/cmake-stage
+# make install's DESTDIR staging: the tree lands in $(CMAKE_STAGE)$(CMAKE_DEST)
+# and nothing is written to $(CMAKE_DEST) itself.
+CMAKE_DEST    := /opt/rmmgo-make-install-test
+CMAKE_PREFIX  := $(CMAKE_STAGE)$(CMAKE_DEST)
 CMAKE_CONSUME := $(BUILD)/cmake-consumer
 
 test-cmake: | setup
-	rm -rf $(CMAKE_PREFIX) $(CMAKE_CONSUME)
-	cmake -S . -B $(CMAKE_BUILD) -DCMAKE_BUILD_TYPE=Release -DRMMGO_BUILD_EXAMPLES=ON \
-	  -DCMAKE_INSTALL_PREFIX=$(abspath $(CMAKE_PREFIX)) >/dev/null
-	cmake --build $(CMAKE_BUILD) -j 2
-	cmake --install $(CMAKE_BUILD) >/dev/null
-	@test -f $(CMAKE_PREFIX)/include/rmmgo.h && test -n "$$(find $(CMAKE_PREFIX) -name librmmgo.so)"
+	rm -rf $(CMAKE_STAGE) $(CMAKE_CONSUME)
+	$(MAKE) --no-print-directory install RMMGO_SKIP_SETUP=1 PREFIX=$(CMAKE_DEST) DESTDIR=$(CMAKE_STAGE) \
+	  CMAKE_FLAGS=-DRMMGO_BUILD_EXAMPLES=ON >/dev/null
+	@test -f $(CMAKE_PREFIX)/include/rmmgo.h && test -f $(CMAKE_PREFIX)/include/rmmgo/resources.hpp && \
+	  test -n "$$(find $(CMAKE_PREFIX) -name librmmgo.so)" || { echo "test-cmake: make install DESTDIR=... left no rmmgo.h, rmmgo/*.hpp or librmmgo.so"; exit 1; }
+	@test ! -e $(CMAKE_DEST) || { echo "test-cmake: make install with DESTDIR wrote $(CMAKE_DEST)"; exit 1; }
 	cmake -S tests/cmake-consumer -B $(CMAKE_CONSUME) -DCMAKE_PREFIX_PATH=$(abspath $(CMAKE_PREFIX)) >/dev/null
 	cmake --build $(CMAKE_CONSUME)
 	$(CMAKE_CONSUME)/consumer

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # Runs every rmmgo test against the real GPU. Usage: run.sh [REPORT_DIR] [SECTION...]
-# Sections: env check go race c cpp python dask replay stress sanitizer bench rmm (default: all but
-# bench and rmm; rmm runs RMM's own tests, bundled with RMM_TESTS=..., against the wheel).
+# Sections: env check go race c cpp python dask multigpu replay stress sanitizer bench rmm
+# (default: all but bench and rmm, and multigpu only where the run sees two GPUs or more;
+# rmm runs RMM's own tests, bundled with RMM_TESTS=..., against the wheel).
 # Writes REPORT_DIR/report.md and one log per section; exit 0 only if all passed.
+#
+# On a machine of two GPUs, `gpu-bundle/run.sh` alone covers everything: the
+# tests that need two devices run in every section (RMMGO_TEST_MIN_DEVICES,
+# set to the GPUs seen, makes them fail rather than skip), and the multigpu
+# section runs them by name, with the Dask cluster of one worker per GPU.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPORT=${1:-$HERE/report}; shift || true
-SECTIONS=${*:-env check go race c cpp python dask replay stress sanitizer}
+# The GPUs this run sees: those CUDA_VISIBLE_DEVICES names, else nvidia-smi's list.
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  NGPU=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+else
+  NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+fi
+export RMMGO_TEST_MIN_DEVICES=${RMMGO_TEST_MIN_DEVICES:-$NGPU}
+MULTI=""; [ "$NGPU" -ge 2 ] && MULTI=multigpu
+SECTIONS=${*:-env check go race c cpp python dask $MULTI replay stress sanitizer}
 mkdir -p "$REPORT"
 export RMMGO_BACKEND=cuda
 export LD_LIBRARY_PATH="$HERE/lib:${LD_LIBRARY_PATH:-}"
@@ -74,6 +88,33 @@ sec_dask() {
   cat "$HERE/dask-wheels/MANIFEST.txt"; nvidia-smi -L || true
   PYTHON=$PY RMMGO_SOURCE_DIR="$HERE" RMMGO_TEST_DASK=1 WHEEL_VENV_EXTRA="$HERE/dask-wheels" \
     bash "$HERE/scripts/wheel-test.sh" "$(ls "$HERE"/python/rmmgo-*.whl)" "$HERE/python/tests" -k test_dask
+}
+# Two GPUs or more: the tests that need two devices, by name in each
+# language, and rmmgo.dask's cluster of one worker per GPU (whose workers
+# must report different GPU UUIDs). The other sections run them too; this one
+# shows in the report that they ran, and fails if one was skipped.
+sec_multigpu() {
+  local rc=0 log
+  [ "$NGPU" -ge 2 ] || { echo "multigpu: needs two GPUs, this run sees $NGPU"; return 1; }
+  nvidia-smi -L || true
+  echo "RMMGO_TEST_MIN_DEVICES=$RMMGO_TEST_MIN_DEVICES"
+  echo "### go"
+  ( cd "$HERE/testdata" 2>/dev/null || cd "$HERE"
+    "$HERE/bin/core.test" -test.count=1 -test.v -test.timeout 300s \
+      -test.run '^(TestPerDeviceSetReset|TestPerDeviceWrongDevice|TestPerDeviceRefusesAnotherDevicesResource|TestBaseResourceWrongDevice)$' &&
+    "$HERE/bin/capi.test" -test.count=1 -test.v -test.timeout 300s -test.run '^TestAsyncPathDeviceCheck$' ) || rc=1
+  echo "### c"
+  ( cd "$REPORT" && "$HERE/c/bad_input_test" test_wrong_device test_per_device_wrong_device &&
+    "$HERE/c/framework_test" test_free_with_another_device_current && "$HERE/c/per_device" ) || rc=1
+  echo "### python and dask"
+  log="$REPORT/multigpu-python.log"
+  PYTHON=$PY RMMGO_SOURCE_DIR="$HERE" RMMGO_TEST_DASK=1 WHEEL_VENV_EXTRA="$HERE/dask-wheels" \
+    bash "$HERE/scripts/wheel-test.sh" "$(ls "$HERE"/python/rmmgo-*.whl)" "$HERE/python/tests" -rs \
+    -k "test_per_device_resources_are_shared or test_kept_current_resource_follows_the_device or test_a_resource_of_another_device_is_refused or test_gpu_uuids or test_one_worker_per_gpu" \
+    2>&1 | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  grep -q "5 passed" "$log" || { echo "multigpu: want the 5 Python tests passed, none skipped"; rc=1; }
+  return $rc
 }
 sec_rmm() {
   [ -d "$HERE/rmm-tests/rmm/tests" ] || { echo "no RMM tests in the bundle: make gpu-bundle with RMM_TESTS=<RMM checkout>"; return 1; }

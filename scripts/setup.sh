@@ -6,7 +6,8 @@
 #   compilers and tools  build-essential (cc, c++, make), cmake, pkg-config,
 #                        binutils (nm, for the exports check)
 #   Python               python3, python3-pytest, python3-numpy,
-#                        python3-venv (the wheel is tested in a fresh venv), and
+#                        python3-venv (the wheel is tested in a fresh venv),
+#                        python3-pyflakes (make test-pyflakes), and
 #                        python3-distributed (Dask, for rmmgo.dask's tests;
 #                        bookworm's 2022.12.1 is the oldest version tested)
 #
@@ -17,7 +18,7 @@ set -euo pipefail
 export PATH="$PATH:/usr/local/go/bin"
 export DEBIAN_FRONTEND=noninteractive
 
-packages=(build-essential cmake pkg-config binutils python3 python3-pytest python3-numpy python3-venv python3-distributed)
+packages=(build-essential cmake pkg-config binutils python3 python3-pytest python3-numpy python3-venv python3-pyflakes python3-distributed)
 
 # What is missing, judged by the commands and modules themselves (so that a
 # machine set up another way passes), then by dpkg for the rest.
@@ -34,6 +35,7 @@ for p in "${packages[@]}"; do
     python3) have_cmd python3 || missing+=("$p") ;;
     python3-pytest) py_has pytest || missing+=("$p") ;;
     python3-numpy) py_has numpy || missing+=("$p") ;;
+    python3-pyflakes) py_has pyflakes || missing+=("$p") ;;
     # In the interpreter the wheel tests run on (the one with pytest).
     python3-distributed) $debian_py -c 'import distributed' >/dev/null 2>&1 || missing+=("$p") ;;
     # venv with ensurepip (pip in a fresh environment), in the interpreter

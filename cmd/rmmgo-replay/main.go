@@ -80,32 +80,53 @@ func (f *sizeFlag) Set(s string) error {
 }
 
 type options struct {
-	file     string
-	resource resourceConfig
-	plot     string
-	logOut   string
-	verbose  bool
-	gen      genConfig
+	files     []string // -f, comma-separated
+	resources []resourceConfig
+	mode      string // modeSerial or modeThreads
+	repeat    int
+	json      string // "": none; "-": JSON lines on stdout instead of the text; else a file
+	plot      string
+	logOut    string
+	verbose   bool
+	gen       genConfig
+
+	backendDesc string // set by replayMain: which backend ran, on what
 }
+
+// multi reports whether the command replays more than once (several logs,
+// several resources or -repeat), and so prints a table.
+func (o *options) multi() bool { return len(o.files)*len(o.resources)*o.repeat > 1 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("rmmgo-replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{}
+	var base resourceConfig
 	initial := sizeFlag{core.SizeDefault}
 	maximum := sizeFlag{0}
-	arena := sizeFlag{core.SizeDefault}
+	threshold := sizeFlag{core.SizeDefault}
 	block := sizeFlag{1 << 20}
+	limit := sizeFlag{0}
+	align := sizeFlag{4096}
 	live := sizeFlag{384 << 20}
-	fs.StringVar(&o.file, "f", "", "the event log (CSV) to replay; with -generate, the log to write")
-	fs.StringVar(&o.resource.Name, "r", "pool", "resource: "+strings.Join(resourceNames, ", "))
+	var files, resources, adaptors, arenaArg string
+	fs.StringVar(&files, "f", "", "the event log(s) to replay (.csv, .csv.gz, .csv.xz), comma-separated; with -generate, the log to write")
+	fs.StringVar(&resources, "r", "pool", "resource(s), comma-separated: "+strings.Join(resourceNames, ", ")+
+		"; each may override flags as NAME:KEY=VALUE:... (keys initial, max, threshold, arena, block, blocks, bin-min, bin-max), e.g. pool:initial=1GiB; \"traces\": the list make bench-traces replays")
 	fs.Var(&initial, "initial", "pool (and binning's pool): initial size, e.g. 1GiB; 0 grows on demand; default: half the free memory")
-	fs.Var(&maximum, "max", "pool: maximum size (0: none)")
-	fs.Var(&arena, "arena", "arena: global arena size (default: half the free memory)")
+	fs.Var(&maximum, "max", "pool and expandable: maximum size (0: none)")
+	fs.Var(&threshold, "threshold", "expandable and cuda_async: release threshold (default: none, keep everything; 0: keep nothing)")
+	fs.StringVar(&arenaArg, "arena", "default", "arena: global arena size, e.g. 8GiB, or relative to the log's peak live, e.g. 1.25x (default: half the free memory)")
 	fs.Var(&block, "block", "fixed_size: block size")
-	fs.IntVar(&o.resource.Blocks, "blocks", 128, "fixed_size: blocks fetched from the upstream at a time")
-	fs.IntVar(&o.resource.BinMinExp, "bin-min", 18, "binning: smallest bin is 2^bin-min bytes")
-	fs.IntVar(&o.resource.BinMaxExp, "bin-max", 22, "binning: largest bin is 2^bin-max bytes")
+	fs.IntVar(&base.Blocks, "blocks", 128, "fixed_size: blocks fetched from the upstream at a time")
+	fs.IntVar(&base.BinMinExp, "bin-min", 18, "binning: smallest bin is 2^bin-min bytes")
+	fs.IntVar(&base.BinMaxExp, "bin-max", 22, "binning: largest bin is 2^bin-max bytes")
+	fs.StringVar(&adaptors, "adaptor", "", "adaptors on top of the resource, innermost first, comma-separated: "+strings.Join(adaptorNames, ", "))
+	fs.Var(&limit, "limit", "limiting adaptor: the limit (default: the device's memory)")
+	fs.Var(&align, "align", "aligned adaptor: the alignment")
+	fs.StringVar(&o.mode, "mode", modeSerial, "serial: every event on one OS thread with GOMAXPROCS 1, the same figures on every run; threads: one OS thread per logged thread, as RMM's replay")
+	fs.IntVar(&o.repeat, "repeat", 1, "replay each log against each resource this many times and report the spread")
+	fs.StringVar(&o.json, "json", "", "write one JSON line per replay to this file; - for stdout instead of the report")
 	fs.StringVar(&o.plot, "plot", "", "draw memory over time into this file (.png, .svg or .pdf)")
 	fs.StringVar(&o.logOut, "log", "", "write the replay's own event log to this file")
 	fs.BoolVar(&o.verbose, "v", false, "list every failed allocation")
@@ -114,11 +135,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.gen.Seed, "seed", 1, "-generate: random seed")
 	fs.Var(&live, "live", "-generate: the live bytes the workload peaks at")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: rmmgo-replay -f events.csv [-r resource] [-plot out.png] [flags]\n"+
+		fmt.Fprintf(stderr, "usage: rmmgo-replay -f events.csv[.gz] [-r resource[,resource...]] [-plot out.png] [flags]\n"+
 			"       rmmgo-replay -generate N -f events.csv [flags]\n\n"+
 			"Replays an RMM memory-event log against a resource and reports time per op,\n"+
-			"peak reserved against peak live bytes, failures and leaks. The backend is the\n"+
-			"GPU, or the simulated device with %s=simulated.\n\nFlags:\n", cudart.EnvBackend)
+			"peak reserved against peak live bytes, failures and leaks; several logs or\n"+
+			"resources give one table. The backend is the GPU, or the simulated device\n"+
+			"with %s=simulated.\n\nFlags:\n", cudart.EnvBackend)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -127,25 +149,50 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o.resource.InitialPool, o.resource.MaximumPool = initial.v, maximum.v
-	o.resource.ArenaSize, o.resource.BlockSize = arena.v, block.v
+	base.InitialPool, base.MaximumPool, base.Threshold = initial.v, maximum.v, threshold.v
+	base.BlockSize, base.Limit, base.Align = block.v, limit.v, align.v
+	if err := base.set("arena", arenaArg); err != nil {
+		return nil, fmt.Errorf("-arena: %w", err)
+	}
 	o.gen.PeakLive = uint64(live.v)
-	if o.file == "" {
-		return nil, errors.New("no event log: give one with -f")
+	for _, f := range strings.Split(files, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			o.files = append(o.files, f)
+		}
 	}
-	known := false
-	for _, n := range resourceNames {
-		known = known || n == o.resource.Name
+	if len(o.files) == 0 {
+		return nil, errNoLog
 	}
-	if !known {
-		return nil, fmt.Errorf("-r %q: want one of %s", o.resource.Name, strings.Join(resourceNames, ", "))
+	for _, a := range strings.Split(adaptors, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			if !isOneOf(a, adaptorNames) {
+				return nil, fmt.Errorf("-adaptor %q: want one of %s", a, strings.Join(adaptorNames, ", "))
+			}
+			base.Adaptors = append(base.Adaptors, a)
+		}
+	}
+	var err error
+	if o.resources, err = parseResourceList(resources, base); err != nil {
+		return nil, err
+	}
+	if o.mode != modeSerial && o.mode != modeThreads {
+		return nil, fmt.Errorf("-mode %q: want %s or %s", o.mode, modeSerial, modeThreads)
+	}
+	if o.repeat < 1 {
+		return nil, errors.New("-repeat must be at least 1")
+	}
+	if o.multi() && (o.plot != "" || o.logOut != "") {
+		return nil, errors.New("-plot and -log take one log, one resource and no -repeat")
+	}
+	if o.gen.Events > 0 && len(o.files) != 1 {
+		return nil, errors.New("-generate writes one log: give one file with -f")
 	}
 	if o.plot != "" {
 		if err := checkPlotPath(o.plot); err != nil {
 			return nil, err
 		}
 	}
-	if o.resource.Blocks < 1 {
+	if base.Blocks < 1 {
 		return nil, errors.New("-blocks must be at least 1")
 	}
 	if o.gen.Events < 0 || o.gen.Threads < 1 {
@@ -180,16 +227,27 @@ func replayMain(o *options, out io.Writer) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	if o.gen.Events > 0 {
-		if err := writeLog(o.file, generate(o.gen)); err != nil {
+	text := out // the human-readable report
+	var jsonOut io.Writer
+	switch o.json {
+	case "":
+	case "-":
+		jsonOut, text = out, io.Discard
+	default:
+		f, err := os.Create(o.json)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "generated: %s (%d events, %d threads, live bytes peak near %s, seed %d)\n",
-			o.file, o.gen.Events, o.gen.Threads, formatBytes(o.gen.PeakLive), o.gen.Seed)
+		defer f.Close()
+		jsonOut = f
 	}
-	events, err := readLog(o.file)
-	if err != nil {
-		return err
+
+	if o.gen.Events > 0 {
+		if err := writeLog(o.files[0], generate(o.gen)); err != nil {
+			return err
+		}
+		fmt.Fprintf(text, "generated: %s (%d events, %d threads, live bytes peak near %s, seed %d)\n",
+			o.files[0], o.gen.Events, o.gen.Threads, formatBytes(o.gen.PeakLive), o.gen.Seed)
 	}
 
 	rt, err := cudart.Default()
@@ -200,39 +258,86 @@ func replayMain(o *options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "backend:  %s\n", backend)
+	fmt.Fprintf(text, "backend:  %s\n", backend)
+	o.backendDesc = backend
 
-	rr, err := buildResource(rt, o.resource)
+	var rows []tableRow
+	for _, file := range o.files {
+		events, err := readLog(file)
+		if err != nil {
+			return err
+		}
+		peakLive, largest := logPeakLive(events), largestRequest(events)
+		for _, cfg := range o.resources {
+			row := tableRow{Trace: file, Config: cfg}
+			if cfg.Name == "fixed_size" && o.multi() && largest > max(cfg.BlockSize, 1<<20) {
+				// Its blocks cannot hold the log's large requests: a row of
+				// failures says nothing about the resource.
+				row.Skip = fmt.Sprintf("the log's largest request (%s) exceeds the block (%s)", formatBytes(uint64(largest)), formatBytes(uint64(max(cfg.BlockSize, 1<<20))))
+				rows = append(rows, row)
+				continue
+			}
+			for rep := 0; rep < o.repeat; rep++ {
+				res, desc, err := replayOnce(rt, o, cfg, events, peakLive)
+				if err != nil {
+					if !o.multi() {
+						return err
+					}
+					row.Err = err
+					break
+				}
+				res.LogPeakLive = peakLive
+				row.Desc, row.Runs = desc, append(row.Runs, res)
+				if jsonOut != nil {
+					if err := writeJSON(jsonOut, rt, o, file, cfg, desc, rep, res); err != nil {
+						return err
+					}
+				}
+				if !o.multi() {
+					fmt.Fprintf(text, "resource: %s\n", desc)
+					report(text, o, file, cfg, res)
+					if o.plot != "" {
+						title := fmt.Sprintf("%s: %s on the %s backend", filepath.Base(file), cfg.label(), rt.Backend())
+						if err := drawPlot(o.plot, title, res); err != nil {
+							return err
+						}
+						fmt.Fprintf(text, "plot:     %s\n", o.plot)
+					}
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	if o.multi() {
+		printTable(text, o, rows)
+	}
+	return nil
+}
+
+// replayOnce builds the resource cfg describes, replays events against it
+// and closes it.
+func replayOnce(rt cudart.Runtime, o *options, cfg resourceConfig, events []eventlog.Event, peakLive uint64) (*result, string, error) {
+	rr, err := buildResource(rt, cfg, peakLive)
 	if err != nil {
-		return fmt.Errorf("making the %s resource: %w", o.resource.Name, err)
+		return nil, "", fmt.Errorf("making the %s resource: %w", cfg.label(), err)
 	}
 	var logging *core.Logging
 	if o.logOut != "" {
 		if logging, err = core.NewLogging(rr.top, core.LoggingOptions{FileName: o.logOut}); err != nil {
-			return errors.Join(err, rr.close())
+			return nil, "", errors.Join(err, rr.close())
 		}
 		rr.top = logging
 		rr.description += ", logged to " + o.logOut
 	}
-	fmt.Fprintf(out, "resource: %s\n", rr.description)
-
-	res, err := replay(rt, rr, events)
+	res, err := replay(rt, rr, events, o.mode)
 	if logging != nil {
 		err = errors.Join(err, logging.Close())
 	}
 	err = errors.Join(err, rr.close())
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	report(out, o, res)
-	if o.plot != "" {
-		title := fmt.Sprintf("%s: %s on the %s backend", filepath.Base(o.file), o.resource.Name, rt.Backend())
-		if err := drawPlot(o.plot, title, res); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "plot:     %s\n", o.plot)
-	}
-	return nil
+	return res, rr.description, nil
 }
 
 func writeLog(path string, events []eventlog.Event) error {
@@ -245,19 +350,6 @@ func writeLog(path string, events []eventlog.Event) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()
-}
-
-func readLog(path string) ([]eventlog.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	events, err := eventlog.Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return events, nil
 }
 
 // describeBackend says which backend runs, and on what.
@@ -286,9 +378,9 @@ func describeBackend(rt cudart.Runtime) (string, error) {
 	return s, nil
 }
 
-func report(out io.Writer, o *options, res *result) {
+func report(out io.Writer, o *options, file string, cfg resourceConfig, res *result) {
 	fmt.Fprintf(out, "log:      %s: %d events from %d threads on %d non-default streams\n",
-		o.file, res.Events, res.Threads, res.Streams)
+		file, res.Events, res.Threads, res.Streams)
 	fmt.Fprintf(out, "replayed: %d allocations, %d frees in %v", res.Allocs, res.Frees, res.Wall.Round(time.Millisecond))
 	if res.ZeroByte > 0 {
 		fmt.Fprintf(out, " (%d zero-byte events skipped)", res.ZeroByte)
@@ -311,11 +403,21 @@ func report(out io.Writer, o *options, res *result) {
 	}
 	fmt.Fprintf(out, "memory:   peak live %s, peak reserved %s%s, reserved at the end %s\n",
 		formatBytes(res.PeakLive), formatBytes(res.PeakReserved), ratio, formatBytes(res.FinalReserved))
+	if res.LogPeakLive > res.PeakLive {
+		fmt.Fprintf(out, "          the log's own peak live was %s (peak reserved %.2fx that): allocations failed here\n",
+			formatBytes(res.LogPeakLive), res.ratio())
+	}
 	if !res.HasLargestFree && o.plot != "" {
-		fmt.Fprintf(out, "note:     the %s resource cannot tell its largest free block; the plot leaves it out\n", o.resource.Name)
+		fmt.Fprintf(out, "note:     the %s resource cannot tell its largest free block; the plot leaves it out\n", cfg.Name)
 	}
 
+	if res.StatsPeak > 0 {
+		fmt.Fprintf(out, "statistics: peak %s allocated through the statistics adaptor\n", formatBytes(res.StatsPeak))
+	}
 	fmt.Fprintf(out, "failures: %d allocations failed in the replay", len(res.Failures))
+	if res.FailuresWithRoom > 0 {
+		fmt.Fprintf(out, " (%d while the resource held the request in free bytes)", res.FailuresWithRoom)
+	}
 	if res.LoggedFailures > 0 {
 		fmt.Fprintf(out, "; %d had failed in the log", res.LoggedFailures)
 	}

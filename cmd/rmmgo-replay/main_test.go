@@ -172,9 +172,12 @@ func TestRoundTrip(t *testing.T) {
 	leaks := workload(t, orig, 4, 150)
 	again := filepath.Join(dir, "replayed.csv")
 
-	for _, r := range []string{"pool", "cuda", "cuda_async"} {
-		t.Run(r, func(t *testing.T) {
-			out, errOut, code := runCmd(t, "-f", orig, "-r", r, "-log", again)
+	for _, tc := range []struct{ r, mode string }{
+		{"pool", modeThreads}, {"cuda", modeThreads}, {"cuda_async", modeThreads}, {"expandable", modeSerial},
+	} {
+		r, serial := tc.r, tc.mode == modeSerial
+		t.Run(r+"/"+tc.mode, func(t *testing.T) {
+			out, errOut, code := runCmd(t, "-f", orig, "-r", r, "-log", again, "-mode", tc.mode)
 			require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut, out)
 			assert.Contains(t, out, "failures: 0 allocations failed")
 			assert.Contains(t, out, fmt.Sprintf("leaks:    %d allocations", leaks))
@@ -190,7 +193,10 @@ func TestRoundTrip(t *testing.T) {
 				g := got[i]
 				require.Equal(t, w.Action, g.Action, "event %d", i)
 				require.Equal(t, w.Size, g.Size, "event %d", i)
-				if m, ok := threadMap[w.Thread]; ok {
+				if serial {
+					threadMap[w.Thread] = g.Thread
+					require.Equal(t, got[0].Thread, g.Thread, "event %d: a serial replay runs on one thread", i)
+				} else if m, ok := threadMap[w.Thread]; ok {
 					require.Equal(t, m, g.Thread, "event %d: logged thread %d replayed on another thread", i, w.Thread)
 				} else {
 					_, taken := threadBack[g.Thread]
@@ -263,9 +269,9 @@ func TestEveryResource(t *testing.T) {
 			require.Equal(t, 0, code, "stderr: %s", errOut)
 			assert.NotContains(t, out, "error:", "every free succeeded")
 			rt := testRuntime(t)
-			rr, err := buildResource(rt, resourceConfig{Name: r, InitialPool: 0, ArenaSize: 256 << 20, BlockSize: 4 << 20, Blocks: 16, BinMinExp: 18, BinMaxExp: 20})
+			rr, err := buildResource(rt, resourceConfig{Name: r, InitialPool: 0, ArenaSize: 256 << 20, BlockSize: 4 << 20, Blocks: 16, BinMinExp: 18, BinMaxExp: 20, Threshold: core.SizeDefault}, 0)
 			require.NoError(t, err)
-			res, err := replay(rt, rr, events)
+			res, err := replay(rt, rr, events, modeThreads)
 			require.NoError(t, err)
 			require.NoError(t, rr.close())
 			assert.Empty(t, res.FreeErrors)

@@ -63,6 +63,12 @@ type result struct {
 	ZeroByte       int // zero-byte events (skipped: they allocate nothing)
 	LoggedFailures int // "allocate failure" rows in the log (not replayed)
 	Failures       []failure
+	// FailuresWithRoom counts failed allocations while the resource held at
+	// least the request in free bytes (reserved minus live, requested sizes).
+	FailuresWithRoom int
+	// StatsPeak is the peak bytes of a statistics adaptor on top (-adaptor
+	// statistics), 0 without one.
+	StatsPeak      uint64
 	FreeErrors     []failure
 	UnmatchedFrees int // frees of pointers the log never allocated (or that failed here)
 	SizeMismatches int // frees whose size differs from the allocation's
@@ -71,7 +77,8 @@ type result struct {
 	LeakedBytes    uint64
 	AllocTimes     opTimes
 	FreeTimes      opTimes
-	PeakLive       uint64
+	PeakLive       uint64 // the most bytes the replay held at once (requested sizes)
+	LogPeakLive    uint64 // the most the log held: PeakLive when no allocation failed here
 	PeakReserved   uint64
 	FinalReserved  uint64
 	HasLargestFree bool
@@ -107,8 +114,25 @@ type replayer struct {
 	err     error // a probe failure ends the replay
 }
 
+// Replay modes (-mode).
+const (
+	// modeSerial replays every event on the calling goroutine, locked to
+	// its OS thread, with GOMAXPROCS 1 for the replay's duration: the
+	// sub-allocators' shards follow Go's P, and with one P every run makes
+	// the same decisions, so memory figures are the same on every run (on
+	// the simulated device, whose streams run synchronously; on a GPU as
+	// far as stream completion allows). Logged threads are counted, not
+	// given threads of their own. The default.
+	modeSerial = "serial"
+	// modeThreads gives each logged thread a worker locked to an OS thread
+	// of its own (per-thread behaviour is exercised), handing a token along
+	// in log order; which P a worker runs on varies, so the pool's and the
+	// arena's figures vary from run to run (-repeat reports the spread).
+	modeThreads = "threads"
+)
+
 // replay runs events against rr and reports what happened.
-func replay(rt cudart.Runtime, rr *replayResource, events []eventlog.Event) (*result, error) {
+func replay(rt cudart.Runtime, rr *replayResource, events []eventlog.Event, mode string) (*result, error) {
 	dev, err := rt.GetDevice()
 	if err != nil {
 		return nil, fmt.Errorf("reading the current device: %w", err)
@@ -143,7 +167,17 @@ func replay(rt cudart.Runtime, rr *replayResource, events []eventlog.Event) (*re
 	}
 	rp.res.Threads = len(queues)
 	start := time.Now()
-	if len(events) > 0 {
+	if mode == modeSerial {
+		runtime.LockOSThread()
+		prev := runtime.GOMAXPROCS(1)
+		for i := range events {
+			if rp.safeStep(i); rp.err != nil {
+				break
+			}
+		}
+		runtime.GOMAXPROCS(prev)
+		runtime.UnlockOSThread()
+	} else if len(events) > 0 {
 		turns := make([]chan struct{}, len(queues))
 		for i := range turns {
 			turns[i] = make(chan struct{}, 1)
@@ -184,6 +218,10 @@ func replay(rt cudart.Runtime, rr *replayResource, events []eventlog.Event) (*re
 		return nil, rp.err
 	}
 	rp.flushSample(len(events) - 1)
+	if rr.stats != nil {
+		b, _ := rr.stats.Counters()
+		rp.res.StatsPeak = uint64(b.Peak)
+	}
 	rp.freeLeaks()
 	if err := rt.DeviceSynchronize(); err != nil {
 		return nil, fmt.Errorf("synchronizing the device after the replay: %w", err)
@@ -251,6 +289,9 @@ func (rp *replayer) step(i int) {
 		p, err := rp.rr.top.Allocate(s, e.Size, core.DefaultAlignment)
 		rp.allocT = append(rp.allocT, time.Since(t0))
 		if err != nil {
+			if r, rerr := rp.rr.reserved(); rerr == nil && r >= rp.liveSum && r-rp.liveSum >= uint64(e.Size) {
+				rp.res.FailuresWithRoom++ // the resource held enough free bytes, not in one piece
+			}
 			if len(rp.res.Failures) < 1<<20 {
 				rp.res.Failures = append(rp.res.Failures, failure{i, e.Size, err})
 			}

@@ -257,6 +257,19 @@ func (t *treap) remove(k treapKey) bool {
 	return false
 }
 
+// each calls fn on every block of t in key order; fn must not change t.
+func (t *treap) each(fn func(*simBlock)) {
+	var walk func(n *treapNode)
+	walk = func(n *treapNode) {
+		for n != nil {
+			walk(n.left)
+			fn(n.blk)
+			n = n.right
+		}
+	}
+	walk(t.root)
+}
+
 // ceil returns the node with the smallest key >= k, or nil.
 func (t *treap) ceil(k treapKey) *treapNode {
 	var best *treapNode

@@ -10,8 +10,9 @@
 // or by name: importing this package registers it with cudart, so that
 // RMMGO_BACKEND=simulated (cudart.Default, cudart.Open) makes one,
 // configured by RMMGO_SIM_DEVICES, RMMGO_SIM_MEMORY and RMMGO_SIM_PAGEABLE.
-// The C library (librmmgo.so) always links it; a Go program that relies on
-// the variable imports it:
+// Package core imports it, so the C library (librmmgo.so) and every Go
+// program that uses core have it, unless built with -tags rmmgo_nosim; a
+// program that uses package cudart without core imports it:
 //
 //	import _ "github.com/rmmgo/rmmgo/cudart/sim"
 //

@@ -455,8 +455,8 @@ func (s *Runtime) checkAccess(fn, what string, p, n uintptr, onDevice bool, dev 
 		if onDevice && !s.cfg.PageableMemoryAccess {
 			return simErr(fn, cudart.ErrorInvalidValue, "%s %#x is pageable host memory, which the device cannot access (no pageable memory access)", what, p)
 		}
-		if !hostAccessible(p, n) {
-			return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d is neither device memory nor mapped host memory of this process", what, p, n)
+		if !hostMapped(p, n) {
+			return simErr(fn, cudart.ErrorInvalidValue, "%s range %#x + %d is neither memory the simulated device allocated nor host memory of this process (not mapped)", what, p, n)
 		}
 		return nil
 	}

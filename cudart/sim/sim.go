@@ -53,6 +53,9 @@ type Config struct {
 //     a default pool, and MemPoolCreate makes device, pinned host and managed
 //     pools. A pool reserves memory in 2 MiB chunks (counted against the
 //     device's capacity for device pools) and carves allocations from them;
+//     its reserved memory is the 2 MiB granules mapped, and before it maps
+//     more it unmaps the granules that lie in free memory anywhere in its
+//     chunks, reusing their physical memory as the driver's pool does;
 //     a stream-ordered free returns its block when the stream reaches it.
 //     At every stream, event or device synchronization a pool above its
 //     release threshold (CUDA's default: 0) gives back wholly free chunks

@@ -564,6 +564,12 @@ func TestSimMemcpyInvalid(t *testing.T) {
 			{"memset past the end", s.MemsetAsync(d, 0, 5000, cudart.DefaultStream), cudart.ErrorInvalidValue},
 			{"memset null", s.Memset(0, 0, 1), cudart.ErrorInvalidValue},
 			{"wrapping range", s.Memset(d, 0, ^uintptr(0)), cudart.ErrorInvalidValue},
+			// Host addresses nothing maps (issue 24: these faulted the process).
+			{"from unmapped host memory", s.Memcpy(d, 0xdeadbeef00, 16, cudart.MemcpyDefault), cudart.ErrorInvalidValue},
+			{"into unmapped host memory", s.Memcpy(0xdeadbeef00, d, 16, cudart.MemcpyDeviceToHost), cudart.ErrorInvalidValue},
+			{"host to unmapped host", s.Memcpy(0xdeadbeef00, hostAddr, 16, cudart.MemcpyHostToHost), cudart.ErrorInvalidValue},
+			{"async from unmapped host memory", s.MemcpyAsync(d, 0xdeadbeef00, 16, cudart.MemcpyHostToDevice, cudart.DefaultStream), cudart.ErrorInvalidValue},
+			{"memset unmapped host memory", s.Memset(0xdeadbeef00, 0, 16), cudart.ErrorInvalidValue},
 			{"host to host", s.Memcpy(hostAddr, hostAddr+4096, 4096, cudart.MemcpyHostToHost), 0},
 			{"default kind, host and device", s.Memcpy(hostAddr, d, 4096, cudart.MemcpyDefault), 0},
 		}

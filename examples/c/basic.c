@@ -10,8 +10,8 @@
  *      -Wl,-rpath,"$(cd ../../build && pwd)" -o basic
  *   RMMGO_BACKEND=simulated ./basic     (or on a GPU: just ./basic)
  *
- * With rmmgo installed (CMake's install, or a package): cc -std=c99 basic.c
- * $(pkg-config --cflags --libs rmmgo) -o basic
+ * With rmmgo installed (`make install PREFIX=...`, see the README): cc -std=c99
+ * basic.c $(pkg-config --cflags --libs rmmgo) -o basic
  */
 #include <stdio.h>
 #include <stdlib.h>

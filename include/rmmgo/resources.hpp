@@ -195,6 +195,12 @@ class pool_memory_resource final : public detail::upstream_resource<RMM_RESOURCE
     rmmgo::detail::check(rmm_pool_size(this->handle_, &n));
     return n;
   }
+  /// The most bytes taken from the upstream at once.
+  std::size_t peak_pool_size() const {
+    std::size_t n = 0;
+    rmmgo::detail::check(rmm_pool_peak_size(this->handle_, &n));
+    return n;
+  }
   /// Bytes handed out.
   std::size_t used_bytes() const {
     std::size_t n = 0;
@@ -330,6 +336,12 @@ class expandable_memory_resource final : public detail::base_resource<RMM_RESOUR
   std::size_t pool_size() const {
     std::size_t n = 0;
     rmmgo::detail::check(rmm_pool_size(handle_, &n));
+    return n;
+  }
+  /// The most bytes of device memory mapped at once.
+  std::size_t peak_pool_size() const {
+    std::size_t n = 0;
+    rmmgo::detail::check(rmm_pool_peak_size(handle_, &n));
     return n;
   }
   /// Bytes handed out.

@@ -382,7 +382,10 @@ def main():
            if k in os.environ and (k == "RMMGO_BACKEND" or backend != "cuda")]
     print("- command: `%s`" % " ".join(env + ["python3", os.path.relpath(os.path.abspath(__file__))] + sys.argv[1:]))
     print("- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"))
-    print("- backend: %s (%s), CUDA runtime %d, driver %d" % (backend, device, rv.value, dv.value))
+    if backend == "cuda":
+        print("- backend: %s (%s), CUDA runtime %d, driver %d" % (backend, device, rv.value, dv.value))
+    else:  # the versions are the simulator's stand-ins, not a CUDA that ran
+        print("- backend: %s (%s), CUDA: none (it reports runtime %d, driver %d)" % (backend, device, rv.value, dv.value))
     print("- python %s, rmmgo %s (%s)" % (platform.python_version(), rmm.__version__, rmm.library_path()))
     print("- torch: %s; cupy: %s" % (torch.__version__ if torch is not None else "absent (%s)" % absent["torch"],
                                      cupy.__version__ if cupy is not None else "absent (%s)" % absent["cupy"]))

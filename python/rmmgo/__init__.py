@@ -43,6 +43,7 @@ from .stream import (
     Stream,
 )
 from . import statistics
+from .oom import PressureResourceAdaptor, last_out_of_memory_report, memory_snapshot
 from . import pylibrmm
 from . import _cuda, librmm
 from ._alias import install_as_rmm
@@ -66,6 +67,9 @@ def backend():
 
 
 __all__ = [
+    "PressureResourceAdaptor",
+    "last_out_of_memory_report",
+    "memory_snapshot",
     "DeviceBuffer",
     "to_device",
     "RMMError",

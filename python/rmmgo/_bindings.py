@@ -28,6 +28,7 @@ callbacks) can take the GIL from any thread.
 
 import ctypes
 import enum
+import re
 import threading
 from ctypes import (
     CFUNCTYPE,
@@ -171,7 +172,29 @@ class RMMMemoryError(RMMError, MemoryError):
 
 
 class OutOfMemoryError(RMMMemoryError):
-    """No room for the allocation (RMM's out_of_memory)."""
+    """No room for the allocation (RMM's out_of_memory).
+
+    Raised by the library, it carries the report of docs/out-of-memory.md:
+    ``report`` (a dict, empty when there is none) and, from it, ``bytes``,
+    ``alignment``, ``stream``, ``chain`` (resource kinds, the one called
+    first), ``resources`` (a dict of figures per resource: live, reserved,
+    maximum, free, free_blocks, largest_free, streams, magazine_held,
+    cache_held, note), ``device_free``, ``device_total`` and ``reading`` (the
+    one-line explanation). The message itself ends with the report.
+    """
+
+    report = {}
+    bytes = alignment = stream = device_free = device_total = None
+    chain = ()
+    resources = ()
+    reading = ""
+
+    def _attach(self, report):
+        self.report = report
+        for key in ("bytes", "alignment", "stream", "device_free", "device_total", "reading"):
+            setattr(self, key, report.get(key))
+        self.chain = tuple(report.get("chain") or ())
+        self.resources = tuple(report.get("resources") or ())
 
 
 class RMMValueError(RMMError, ValueError):
@@ -318,6 +341,10 @@ FUNCTIONS = {
     "rmm_resource_name": (_status, [_handle, _P(c_char_p)]),
     "rmm_resource_device": (_status, [_handle, _P(c_int)]),
     "rmm_resource_upstream": (_status, [_handle, _P(_handle)]),
+    # External resources (rmm_resource_create_external): made from C and
+    # C++; Python sees them as DeviceMemoryResource.
+    "rmm_resource_create_external": (_status, [c_void_p, _P(_handle)]),
+    "rmm_resource_external_self": (_status, [_handle, _P(c_void_p), _P(c_void_p)]),
     # per-device resources
     "rmm_get_current_device_resource": (_status, [_P(_handle)]),
     "rmm_set_current_device_resource": (_status, [_handle, _P(_handle)]),
@@ -328,6 +355,7 @@ FUNCTIONS = {
     # resource-specific
     "rmm_pool_size": (_status, [_handle, _P(c_size_t)]),
     "rmm_pool_used_bytes": (_status, [_handle, _P(c_size_t)]),
+    "rmm_pool_peak_size": (_status, [_handle, _P(c_size_t)]),
     "rmm_pool_release": (_status, [_handle]),
     "rmm_fixed_size_block_size": (_status, [_handle, _P(c_size_t)]),
     "rmm_binning_add_bin": (_status, [_handle, c_size_t, _handle]),
@@ -346,25 +374,35 @@ FUNCTIONS = {
     "rmm_allocate_direct": (c_void_p, [_handle, _stream, _fast_size]),
     "rmm_deallocate_direct": (_status, [_handle, _stream, c_void_p, _fast_size]),
     "rmm_last_error_status": (c_int, []),
-    "rmm_last_direct_allocation": (c_void_p, []),
     "rmm_current_resource_token": (c_uint64, []),
     # framework allocators (no status: NULL / nothing on failure)
     "rmm_cupy_malloc": (c_void_p, [c_void_p, c_size_t, c_int]),
     "rmm_cupy_free": (None, [c_void_p, c_void_p, c_int]),
     "rmm_torch_allocate": (c_void_p, [c_size_t, c_int, c_void_p]),
     "rmm_torch_deallocate": (None, [c_void_p, c_size_t, c_int, c_void_p]),
+    # out of memory: reports, snapshots, pressure (docs/out-of-memory.md)
+    "rmm_last_out_of_memory_report": (_string, []),
+    "rmm_memory_snapshot": (_status, [_handle, c_char_p]),
+    "rmm_memory_snapshot_json": (_status, [_handle, _P(c_void_p)]),
+    "rmm_string_free": (None, [c_void_p]),
+    "rmm_pressure_resource_create": (
+        _status,
+        [_handle, _P(c_size_t), c_size_t, c_void_p, c_void_p, c_void_p, c_size_t, _P(_handle)],
+    ),
+    "rmm_pressure_live_bytes": (_status, [_handle, _P(c_size_t)]),
 }
 
 _UNCHECKED = {
     "rmm_allocate_direct",
     "rmm_deallocate_direct",
     "rmm_last_error_status",
-    "rmm_last_direct_allocation",
     "rmm_current_resource_token",
     "rmm_version",
     "rmm_version_number",
     "rmm_status_string",
     "rmm_last_error_message",
+    "rmm_last_out_of_memory_report",
+    "rmm_string_free",
     "rmm_cupy_malloc",
     "rmm_cupy_free",
     "rmm_torch_allocate",
@@ -411,6 +449,37 @@ def take_callback_error():
     return exc
 
 
+# The library's messages are written for C callers and may name the C
+# header's constants; a Python caller reads, and writes, other words.
+C_CONSTANTS_IN_PYTHON = {
+    "RMM_SIZE_DEFAULT": "None",
+    "RMM_STREAM_SYNC_DEFAULT": "CudaStreamFlags.SYNC_DEFAULT",
+    "RMM_STREAM_NON_BLOCKING": "CudaStreamFlags.NON_BLOCKING",
+}
+# Names the same in every language: environment variables.
+C_NAMES_KEPT = frozenset({"RMM_LOG_FILE"})
+_C_CONSTANT = re.compile(r"\bRMM_[A-Z0-9_]+\b")
+
+
+def python_words(msg):
+    """msg with the C constants it names in Python's spelling.
+
+    RMM_SIZE_DEFAULT ("the default" in a C options struct) is None in
+    Python; a status (RMM_ERROR_OUT_OF_MEMORY) is a Status member
+    (Status.ERROR_OUT_OF_MEMORY), as an exception's ``status`` holds it.
+    """
+
+    def word(m):
+        name = m.group(0)
+        if name in C_CONSTANTS_IN_PYTHON:
+            return C_CONSTANTS_IN_PYTHON[name]
+        if name.startswith("RMM_ERROR_") or name == "RMM_SUCCESS":
+            return "Status." + name[len("RMM_"):]
+        return name
+
+    return _C_CONSTANT.sub(word, msg)
+
+
 def raise_for_status(status, what=None, allocating=False):
     """Raise the exception for a nonzero status, with the thread's last message.
 
@@ -421,7 +490,7 @@ def raise_for_status(status, what=None, allocating=False):
     """
     if not status:
         return
-    msg = last_error_message() or status_string(status)
+    msg = python_words(last_error_message() or status_string(status))
     if what and what not in msg:
         msg = "%s: %s" % (what, msg)
     try:
@@ -435,8 +504,28 @@ def raise_for_status(status, what=None, allocating=False):
             if isinstance(cause, MemoryError):
                 raise OutOfMemoryError(Status.ERROR_OUT_OF_MEMORY, text) from cause
             raise RMMRuntimeError(Status.ERROR_INTERNAL, text) from cause
-        raise _ALLOCATION_FAILURES[st](st, msg)
-    raise _EXCEPTIONS.get(st, RMMRuntimeError)(st, msg)
+        raise _with_report(_ALLOCATION_FAILURES[st](st, msg))
+    raise _with_report(_EXCEPTIONS.get(st, RMMRuntimeError)(st, msg))
+
+
+def last_out_of_memory_report():
+    """The calling thread's last out-of-memory report as a dict ({} if none)."""
+    import json
+
+    raw = lib.rmm_last_out_of_memory_report()
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return {}
+
+
+def _with_report(exc):
+    """exc, with the thread's out-of-memory report attached when it is one."""
+    if isinstance(exc, OutOfMemoryError):
+        exc._attach(last_out_of_memory_report())
+    return exc
 
 
 def raise_for_last_status(what=None, allocating=False):

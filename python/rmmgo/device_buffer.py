@@ -8,9 +8,8 @@ bytearray otherwise.
 
 import ctypes
 import pickle
+import threading
 from ctypes import c_void_p
-from functools import partial as _partial
-from operator import attrgetter as _attrgetter
 from operator import index as _index
 
 from . import _bindings as _b
@@ -100,9 +99,29 @@ def _device_array(obj):
     return int(cai["data"][0] or 0), n
 
 
-# What a buffer that holds no memory runs when it goes: a C callable that
-# does nothing (see DeviceBuffer.__del__).
-_NOTHING = int
+# Allocation that a KeyboardInterrupt cannot make lose its block (issue 24).
+# Python checks for signals right after a call returns (and between other
+# bytecodes), so a pointer a C call *returns* is lost when SIGINT arrived
+# during the call: the interrupt is raised before the result is stored. So
+# the library writes the pointer into a per-thread cell (rmm_allocate's out
+# parameter) and the caller takes it from there in a `finally`, which runs
+# whether or not an interrupt was raised after the call; the cell is never
+# shared between threads (ctypes lets the GIL go during the call).
+_allocate = _lib["rmm_allocate"]  # a function object of its own: no errcheck
+_allocate.restype = ctypes.c_int
+_allocate.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]  # (mr, stream, bytes, alignment, &ptr)
+_ALIGNMENT = 256
+
+
+class _Cell(threading.local):
+    """The calling thread's landing cell for rmm_allocate, and its address."""
+
+    def __init__(self):
+        self.cell = c_void_p()
+        self.addr = ctypes.addressof(self.cell)
+
+
+_cell = _Cell()
 
 
 class DeviceBuffer:
@@ -110,32 +129,32 @@ class DeviceBuffer:
 
     ``DeviceBuffer(*, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None)``: with
     ``ptr`` (host or device memory) the new buffer is a copy of the ``size``
-    bytes there. ``ptr`` must point at ``size`` readable bytes: on a GPU a
-    foreign pointer that is not valid memory is undefined behaviour, as in
-    CUDA (the process may crash); the simulated device reports it as an
-    error. The buffer keeps its resource and stream alive and frees its
+    bytes there. The buffer keeps its resource and stream alive and frees its
     memory on that stream when it goes. ``size == 0`` allocates nothing.
 
-    An interrupt (KeyboardInterrupt) never loses a block: an interrupt that
-    arrives as the allocation returns leaves the block with the buffer
-    (rmm_last_direct_allocation), and the free runs without Python code
-    that an interrupt could stop (see __del__).
+    ``ptr`` is read as it is: on a GPU it must be valid memory (device
+    memory, or host memory CUDA can copy from) of at least ``size`` bytes,
+    which the caller keeps alive until the copy is done (on return for the
+    default stream, else until ``stream`` is synchronized); CUDA may crash
+    the process, or copy garbage, for any other address. The simulated
+    device checks it and raises ``RMMError`` (cudaErrorInvalidValue) for an
+    address that is neither its memory nor mapped host memory.
     """
 
-    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "_release", "__weakref__")
+    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")
 
     # The allocation path, bound here (not looked up as module globals, so
     # that __del__ works even late in interpreter shutdown): one C call to
-    # allocate (rmm_allocate_direct, three arguments, the pointer as its
-    # result) and one to free, and for the current resource one more that
-    # stays in C (the token that the kept resource is looked up by).
-    _alloc = _lib.rmm_allocate_direct
+    # allocate (rmm_allocate, into the thread's cell: see _Cell) and one to
+    # free, and for the current resource one more that stays in C (the token
+    # that the kept resource is looked up by).
+    _alloc = _allocate
+    _cell = _cell
     _free = _lib.rmm_deallocate_direct
     _token = _mr._token
     _current = _mr._current_by_token
 
     def __init__(self, *, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None):
-        self._release = _NOTHING
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
         if size.__class__ is not int or size < 0 or size > _SIZE_MAX:
@@ -152,26 +171,37 @@ class DeviceBuffer:
         self._mr = mr
         self._stream = stream
         self._size = self._capacity = size
-        self._ptr = 0
         if not size:
+            self._ptr = 0
             return
-        p = _take(self, mr._handle, stream._handle, size)
-        if p is None:
-            _allocation_failed(self, size)
+        self._ptr = 0
+        c = self._cell
+        cell = c.cell
+        try:
+            st = self._alloc(mr._handle, stream._handle, size, _ALIGNMENT, c.addr)
+        finally:
+            # Owned from here on, even when SIGINT is raised at the call's
+            # return: __del__ frees it.
+            self._ptr = cell.value or 0
+            cell.value = None
+        if st:
+            _allocation_failed(self, size, status=st)
+        p = self._ptr
         if ptr:
             _lib.rmm_memcpy(p, ptr, size, stream._handle)
             if stream.is_default():
                 _lib.rmm_stream_synchronize(stream._handle)
 
-    # The finalizer runs no Python code, so that no interrupt can stop it
-    # between the buffer's death and the free (a Python __del__ checks for
-    # pending signals as it starts: a KeyboardInterrupt there skipped the
-    # free and lost the block). Looking __del__ up calls the property's
-    # getter, a C function, with the buffer; what it returns is called with
-    # no arguments: _release, the free bound to the block
-    # (functools.partial of rmm_deallocate_direct, C all the way), or
-    # _NOTHING.
-    __del__ = property(_attrgetter("_release"))
+    def __del__(self):
+        # Frees exactly once: _ptr is cleared before the call (and never set
+        # when __init__ failed before allocating).
+        try:
+            p = self._ptr
+        except AttributeError:  # __init__ did not get far
+            return
+        if p:
+            self._ptr = 0
+            self._free(self._mr._handle, self._stream._handle, p, self._capacity)
 
     # -- properties
 
@@ -303,29 +333,32 @@ class DeviceBuffer:
         new_capacity = as_size_t(new_capacity, "new_capacity")
         if new_capacity <= self._capacity:
             return
-        # The new block belongs to a buffer of its own until the two swap,
-        # so that an interrupt anywhere loses neither block.
-        new = _new_buffer(DeviceBuffer)
-        new._release = _NOTHING
-        new._mr, new._stream, new._ptr = self._mr, s, 0
-        new._size = new._capacity = new_capacity
-        if _take(new, self._mr._handle, s._handle, new_capacity) is None:
-            _allocation_failed(new, new_capacity, "DeviceBuffer.reserve")
-        if self._size:
-            _lib.rmm_memcpy(new._ptr, self._ptr, self._size, s._handle)
-        # The old block is freed in stream order on the copy's stream, after
-        # the copy.
-        old_free = _partial(self._free, self._mr._handle, s._handle, self._ptr, self._capacity) if self._ptr else _NOTHING
-        # The swap: loads and stores only (no call, where an interrupt
-        # could land).
-        self._ptr, self._capacity, self._stream, self._release, new._ptr, new._release = (
-            new._ptr, new._capacity, new._stream, new._release, self._ptr, old_free)
-        free = new._release
-        new._release = _NOTHING
-        st = free()
-        del new
-        if st:
-            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
+        c = self._cell
+        cell = c.cell
+        p = 0
+        try:
+            try:
+                st = self._alloc(self._mr._handle, s._handle, new_capacity, _ALIGNMENT, c.addr)
+            finally:
+                p = cell.value or 0
+                cell.value = None
+            if st:
+                _allocation_failed(None, new_capacity, "DeviceBuffer.reserve", status=st)
+            if self._size:
+                _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
+        except BaseException:
+            # The copy failed or was interrupted: the new block is nobody's.
+            if p:
+                self._free(self._mr._handle, s._handle, p, new_capacity)
+            raise
+        old, old_cap, old_stream = self._ptr, self._capacity, self._stream
+        self._ptr, self._capacity, self._stream = p, new_capacity, s
+        if old:
+            # Freed in stream order on the copy's stream, after the copy.
+            st = self._free(self._mr._handle, s._handle, old, old_cap)
+            if st:
+                _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
+        del old_stream
 
     def resize(self, new_size, stream=DEFAULT_STREAM):
         """Change the size; shrinking keeps the allocation, growing reallocates and copies."""
@@ -355,44 +388,25 @@ class DeviceBuffer:
         _lib.rmm_prefetch(self._ptr, self._size, device, s._handle)
 
 
-def _allocation_failed(buf, size, what="DeviceBuffer"):
-    """Raise what the failed rmm_allocate_direct left (a MemoryError), leaving buf empty when given."""
+def _allocation_failed(buf, size, what="DeviceBuffer", status=None):
+    """Raise for a failed allocation (a MemoryError), leaving buf empty when given.
+
+    status: what rmm_allocate returned; None: a call that returns no status
+    (rmm_allocate_direct) failed, and the thread's last status says.
+    """
     if buf is not None:
         buf._ptr = 0
         buf._size = buf._capacity = 0
     msg = "%s: cannot allocate %d bytes" % (what, size)
-    _b.raise_for_last_status(msg, allocating=True)
+    if status is not None:
+        _b.raise_for_status(status, msg, allocating=True)
+    else:
+        _b.raise_for_last_status(msg, allocating=True)
     # NULL for a nonzero size with no failure recorded: still no memory.
     raise _b.RMMMemoryError(_b.Status.ERROR_BAD_ALLOC, msg + ": the library returned NULL")
 
 
 _new_buffer = object.__new__
-
-
-def _take(buf, h, sh, size):
-    """Allocate size bytes from resource handle h on stream handle sh for buf
-    (whose _ptr is 0 and _release _NOTHING); the pointer, or None.
-
-    The block becomes buf's with the free bound to it. An interrupt
-    (KeyboardInterrupt) can arrive as the library's call returns, before
-    its result is stored: the block is then taken from
-    rmm_last_direct_allocation, the thread's record of that call, and stays
-    buf's (freed when buf goes). In CPython nothing between reading the
-    arguments and entering the C function checks for interrupts, so an
-    exception here comes after the call.
-    """
-    try:
-        p = _alloc(h, sh, size)
-        if p is not None:
-            buf._release = _partial(_free, h, sh, p, size)
-            buf._ptr = p
-        return p
-    except BaseException:
-        q = _last_direct()
-        if q and not buf._ptr:
-            buf._release = _partial(_free, h, sh, q, size)
-            buf._ptr = q
-        raise
 
 
 def _buffer(size, stream, mr=None):
@@ -404,7 +418,6 @@ def _buffer(size, stream, mr=None):
     cost), for the CuPy allocator's per-allocation path.
     """
     buf = _new_buffer(DeviceBuffer)
-    buf._release = _NOTHING
     if mr is None:
         tok = _token()
         mr = _current.get(tok)
@@ -416,14 +429,19 @@ def _buffer(size, stream, mr=None):
     buf._ptr = 0
     if not size:
         return buf
-    if _take(buf, mr._handle, stream._handle, size) is None:
-        _allocation_failed(buf, size)
+    c = _cell
+    cell = c.cell
+    try:
+        st = _alloc(mr._handle, stream._handle, size, _ALIGNMENT, c.addr)
+    finally:
+        buf._ptr = cell.value or 0  # owned: see DeviceBuffer.__init__
+        cell.value = None
+    if st:
+        _allocation_failed(buf, size, status=st)
     return buf
 
 
 _alloc = DeviceBuffer._alloc
-_free = DeviceBuffer._free
-_last_direct = _lib.rmm_last_direct_allocation
 _token = DeviceBuffer._token
 _current = DeviceBuffer._current
 

@@ -106,6 +106,22 @@ def device_count():
     return n.value
 
 
+def require_devices(n):
+    """Skip the test unless the machine has n devices; where RMMGO_TEST_MIN_DEVICES
+    says it has them (make test on the simulated device, the GPU bundle on two
+    GPUs), fewer fails it instead."""
+    have = device_count()
+    if have >= n:
+        return
+    try:
+        least = int(os.environ.get("RMMGO_TEST_MIN_DEVICES", "0"))
+    except ValueError:
+        least = 0
+    if least >= n:
+        pytest.fail("needs %d devices: RMMGO_TEST_MIN_DEVICES=%d, but the library sees %d" % (n, least, have))
+    pytest.skip("needs %d devices, the machine has %d" % (n, have))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_device_resources():
     """Every test starts and ends with each device's initial resource and device 0 current."""

@@ -263,3 +263,48 @@ def test_current_resource_token_names_device_and_generation():
     assert t1 >> 16 > t0 >> 16
     rmmgo.mr.reset_current_device_resource()
     assert b.lib.rmm_current_resource_token() >> 16 > t1 >> 16
+
+
+# ------------------------------------------------- messages in Python's words
+
+
+def test_python_words_spell_c_constants_as_python_does():
+    assert b.python_words("x is 0: give a size, or RMM_SIZE_DEFAULT for the default") == (
+        "x is 0: give a size, or None for the default"
+    )
+    assert b.python_words("only RMM_STREAM_SYNC_DEFAULT (0) and RMM_STREAM_NON_BLOCKING (1)") == (
+        "only CudaStreamFlags.SYNC_DEFAULT (0) and CudaStreamFlags.NON_BLOCKING (1)"
+    )
+    assert b.python_words("RMM_ERROR_OUT_OF_MEMORY") == "Status.ERROR_OUT_OF_MEMORY"
+    assert b.python_words("no file name and no RMM_LOG_FILE") == "no file name and no RMM_LOG_FILE"  # a variable
+
+
+def test_a_status_without_message_is_named_as_python_names_it():
+    with pytest.raises(rmmgo.RMMError) as info:
+        b.raise_for_status(b.Status.ERROR_NOT_SUPPORTED, "x")
+    assert "RMM_" not in str(info.value)
+
+
+@needs_source
+def test_no_c_constant_in_the_library_messages_reaches_python():
+    """Every constant of rmmgo.h that a message of the library's Go code names is
+    in Python's words: a message that starts naming a new one fails here until
+    python_words knows it."""
+    with open(os.path.join(INCLUDE_DIR, "rmmgo.h")) as f:
+        header = set(re.findall(r"\b(RMM_[A-Z0-9_]+)\b", f.read()))
+    named = {}
+    for sub in ("capi", "core", "cudart"):
+        for root, _, files in os.walk(os.path.join(INCLUDE_DIR, "..", sub)):
+            for name in files:
+                if not name.endswith(".go") or name.endswith("_test.go"):
+                    continue
+                with open(os.path.join(root, name)) as f:
+                    for lit in re.findall(r'"((?:[^"\\\n]|\\.)*)"', f.read()):
+                        for c in re.findall(r"\b(RMM_[A-Z0-9_]+)\b", lit):
+                            if c in header:
+                                named.setdefault(c, os.path.join(sub, name))
+    if not named:
+        pytest.skip("no library sources beside include/ (the GPU bundle has none)")
+    assert "RMM_SIZE_DEFAULT" in named
+    left = {c: where for c, where in named.items() if c not in b.C_NAMES_KEPT and c in b.python_words(c)}
+    assert not left, "C constants in the library's messages that python_words leaves in C's words: %s" % left

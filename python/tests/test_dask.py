@@ -8,6 +8,8 @@ the shared cluster's plugin come last, in file order.
 """
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,13 +85,8 @@ def worker_facts(dask_worker):
         "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "backend": rmmgo.backend(),
         "resource": device_memory_statistics()["resource"],
+        "uuid": device_memory_statistics()["uuid"],
     }
-
-
-def pci_bus(dask_worker):
-    from rmmgo._cuda import gpu
-
-    return (gpu.getDeviceAttribute(50, 0), gpu.getDeviceAttribute(33, 0))  # PCI domain, bus of device 0
 
 
 # ------------------------------------------------------------ settings (no cluster)
@@ -400,9 +397,15 @@ def test_one_worker_per_gpu(client, cluster):
         visible = f["visible"].split(",")
         assert visible[0] == str(f["name"]) and sorted(visible) == sorted(str(d) for d in devices)
         assert f["resource"] == "StatisticsResourceAdaptor > PoolMemoryResource > CudaMemoryResource"
-    if ON_GPU:
-        buses = client.run(pci_bus)
-        assert len(set(buses.values())) == len(devices), buses
+    # Each worker has a GPU of its own: told apart by UUID, the same in every
+    # process (PCI domain and bus may be the same for two GPUs of one host).
+    uuids = {f["name"]: f["uuid"] for f in facts.values()}
+    assert all(re.fullmatch(r"(GPU|MIG)-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", u or "") for u in uuids.values()), uuids
+    assert len(set(uuids.values())) == len(devices), uuids
+    if ON_GPU and shutil.which("nvidia-smi"):
+        # The UUIDs NVML reports (nvidia-smi), for the GPUs the workers were given.
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+        assert all(u in listed for u in uuids.values() if u.startswith("GPU-")), (uuids, listed)
 
 
 def test_tasks_allocate_from_the_worker_resource(client):

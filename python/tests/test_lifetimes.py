@@ -1,6 +1,5 @@
 """Nothing crashes or complains at interpreter exit; logs are complete."""
 
-import os
 import shutil
 
 from conftest import PACKAGE_DIR, run_python

@@ -238,6 +238,15 @@ def test_logging_adaptor_file_name_and_contents(tmp_path):
     assert text[1].split(",")[4] == "777"
 
 
+def test_logging_adaptor_makes_the_folders_of_its_file(tmp_path):
+    # RMM's logger makes them (its file sink creates the parent directories).
+    log = mr.LoggingResourceAdaptor(mr.CudaMemoryResource(), log_file_name=str(tmp_path / "a" / "b" / "log.csv"))
+    log.deallocate(log.allocate(10), 10)
+    log.flush()
+    with open(tmp_path / "a" / "b" / "log.dev0.csv") as f:
+        assert len(f.read().splitlines()) == 3
+
+
 def test_logging_adaptor_needs_a_file_name(monkeypatch, tmp_path):
     monkeypatch.delenv("RMM_LOG_FILE", raising=False)
     with pytest.raises(ValueError):
@@ -358,3 +367,30 @@ def test_available_device_memory():
 @simulated_only
 def test_simulated_device_capacity():
     assert mr.available_device_memory()[1] == rmm.parse_bytes(os.environ.get("RMMGO_SIM_MEMORY", "1GiB"))
+
+
+@pytest.mark.parametrize(
+    "make, argument",
+    [
+        (lambda up: mr.FixedSizeMemoryResource(up, block_size=0), "block_size"),
+        (lambda up: mr.FixedSizeMemoryResource(up, blocks_to_preallocate=0), "blocks_to_preallocate"),
+        (lambda up: mr.ArenaMemoryResource(up, arena_size=0), "arena_size"),
+        (lambda up: mr.PoolMemoryResource(up, initial_pool_size=0, maximum_pool_size=0), "maximum_pool_size"),
+    ],
+)
+def test_creation_errors_speak_python(make, argument):
+    # The library's message names the C call, its options struct and
+    # RMM_SIZE_DEFAULT; a Python caller reads its class, its argument and None.
+    with pytest.raises(ValueError) as info:
+        make(mr.CudaMemoryResource())
+    msg = str(info.value)
+    assert "%s is 0: give a size, or None for the default" % argument in msg, msg
+    assert msg.split(":")[0].endswith("MemoryResource"), msg
+    for c_word in ("RMM_", "rmm_resource_create", "options."):
+        assert c_word not in msg, msg
+
+
+def test_fixed_size_takes_none_for_the_defaults():
+    f = mr.FixedSizeMemoryResource(mr.CudaMemoryResource(), block_size=None, blocks_to_preallocate=None)
+    assert f.get_block_size() == 1 << 20
+    f.deallocate(f.allocate(1000), 1000)

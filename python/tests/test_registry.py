@@ -14,7 +14,7 @@ import pytest
 import rmmgo as rmm
 from rmmgo import _bindings as b
 from rmmgo import mr
-from conftest import device_count
+from conftest import require_devices
 
 lib = b.lib
 Kind = b.ResourceKind
@@ -104,8 +104,7 @@ def test_c_replacing_the_resource_is_seen():
 
 
 def test_per_device_resources_are_shared():
-    if device_count() < 2:
-        pytest.skip("needs two devices")
+    require_devices(2)
     lib.rmm_set_device(1)
     try:
         res = mr.CudaMemoryResource()
@@ -219,8 +218,7 @@ def test_kept_current_resource_follows_c_at_once():
 
 
 def test_kept_current_resource_follows_the_device():
-    if device_count() < 2:
-        pytest.skip("needs two devices")
+    require_devices(2)
     zero = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
     mr.set_per_device_resource(0, zero)
     lib.rmm_set_device(1)
@@ -236,6 +234,31 @@ def test_kept_current_resource_follows_the_device():
     finally:
         lib.rmm_set_device(0)
     assert mr.get_current_device_resource() is zero
+
+
+def test_a_resource_of_another_device_is_refused():
+    # RMM leaves it undefined (per_device_resource.hpp: the resource must
+    # have been made with that device current); rmmgo refuses it, as
+    # docs/rmm-compatibility.md says. Resources of no device are accepted.
+    require_devices(2)
+    lib.rmm_set_device(1)
+    try:
+        one = mr.StatisticsResourceAdaptor(mr.CudaMemoryResource())
+    finally:
+        lib.rmm_set_device(0)
+    before = mr.get_per_device_resource(0)
+    for set_it in (lambda: mr.set_per_device_resource(0, one), lambda: mr.set_current_device_resource(one)):
+        with pytest.raises(RuntimeError) as info:
+            set_it()
+        assert info.value.status == b.Status.ERROR_WRONG_DEVICE
+        assert "belongs to device 1" in str(info.value)
+        assert mr.get_per_device_resource(0) is before
+    pinned = mr.PinnedHostMemoryResource()
+    mr.set_per_device_resource(1, pinned)
+    try:
+        assert mr.get_per_device_resource(1) is pinned
+    finally:
+        mr.reset_per_device_resource(1)
 
 
 def test_kept_current_resource_is_let_go():

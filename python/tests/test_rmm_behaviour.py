@@ -6,7 +6,11 @@ that rmmgo once broke; RMM's own sources are the reference.
 
 import array
 import gc
+import os
 import pickle
+import re
+import shutil
+import subprocess
 import sys
 import warnings
 
@@ -388,6 +392,34 @@ def test_gpu_queries():
             assert gpu.getDevice() == 1
         finally:
             gpu.setDevice(0)
+
+
+UUID = re.compile(r"(GPU|MIG)-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+
+
+def test_gpu_uuids():
+    from rmmgo._cuda import gpu
+
+    n = gpu.getDeviceCount()
+    uuids = [gpu.deviceGetUUID(d) for d in range(n)]
+    assert all(UUID.fullmatch(u) for u in uuids), uuids
+    assert len(set(uuids)) == n, uuids
+    assert gpu._uuid_text(bytes(range(16))) == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    with pytest.raises(gpu.CUDADriverError):
+        gpu.deviceGetUUID(n)
+    if n > 1:
+        # A GPU keeps its UUID however CUDA_VISIBLE_DEVICES numbers it
+        # (swapped here: from the list this process was given, if any).
+        given = [e for e in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if e.strip()] or ["0", "1"]
+        out = run_python(
+            "from rmmgo._cuda import gpu; print(gpu.deviceGetUUID(0), gpu.deviceGetUUID(1))",
+            env={"CUDA_VISIBLE_DEVICES": ",".join([given[1], given[0]] + given[2:])},
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == [uuids[1], uuids[0]]
+    if ON_GPU and shutil.which("nvidia-smi"):
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+        assert all(u in listed for u in uuids if u.startswith("GPU-")), (uuids, listed)
 
 
 def test_gpu_errors_are_cuda_runtime_errors():

@@ -23,6 +23,8 @@ def doc_rows():
     rows = []
     with open(DOC) as f:
         for line in f:
+            if line.startswith("# ") and "C++" in line:
+                break  # the C++ API's tables: header paths, not Python names
             m = ROW.match(line)
             if m:
                 rows.append((m.group(1), m.group(2)))

@@ -15,8 +15,9 @@
 # The tests run with RMM's own pytest settings (python/rmm/pyproject.toml:
 # warnings are errors) when the checkout has them, else with the same
 # warning filters given on the command line. They need what RMM's need:
-# NumPy, Numba, cuda-python, CuPy (optional), PyTorch (optional), a GPU for
-# most of them. Output, in $RMM_SUITE_OUT (default ./rmm-suite-report):
+# pytest, NumPy, Numba (with numba-cuda), cuda-python, CuPy (optional),
+# PyTorch (optional), a GPU for most of them; the run stops at once, naming
+# them, when one of the required ones is missing. Output, in $RMM_SUITE_OUT (default ./rmm-suite-report):
 # pytest.log, junit.xml, summary.txt (per module, and the totals line
 # "rmm-suite: N passed, M failed, K errors, S skipped") and failures.txt.
 # The exit status is pytest's.
@@ -41,6 +42,25 @@ else
   py=${PYTHON:-python3}
 fi
 "$py" -c 'import rmmgo' || { echo "rmm-suite: $py cannot import rmmgo: pass a wheel" >&2; exit 2; }
+# RMM's tests import these at collection: without them every module errors.
+# The venv made from a wheel sees the packages of the Python it is based on.
+missing=$("$py" - <<'PY'
+import importlib.util as u
+def has(*names):
+    try:
+        return any(u.find_spec(n) is not None for n in names)
+    except (ImportError, ValueError):
+        return False
+need = [("pytest", ("pytest",)), ("numpy", ("numpy",)), ("numba", ("numba",)),
+        ("numba-cuda", ("numba.cuda",)), ("cuda-python", ("cuda.bindings", "cuda.cudart"))]
+print(" ".join(pkg for pkg, mods in need if not has(*mods)))
+PY
+)
+if [ -n "$missing" ]; then
+  echo "rmm-suite: RMM's tests need $missing, which $py lacks: install them into the Python the" >&2
+  echo "rmm-suite: run is based on (\$PYTHON, else python3), e.g. pip install $missing" >&2
+  exit 2
+fi
 
 args=(-p rmmgo_as_rmm -p no:cacheprovider --continue-on-collection-errors -rfEs --junitxml "$out/junit.xml" -o junit_family=xunit1)
 if [ -f "$ini" ] && grep -q '^\[tool.pytest' "$ini"; then

@@ -332,8 +332,7 @@ static void test_wrong_device(void) {
   rmm_resource_options o;
   rmm_resource_t stats = NULL;
   void* p = NULL;
-  if (test_device_count() < 2) {
-    printf("note: one device only: the wrong-device cases are skipped\n");
+  if (!test_has_devices(2)) {
     return;
   }
   REQUIRE_OK(rmm_set_device(1));
@@ -563,8 +562,7 @@ static void test_forged_pool_handle(void) {
 static void test_per_device_wrong_device(void) {
   rmm_resource_options o;
   rmm_resource_t cuda1 = NULL, pool1 = NULL, stats1 = NULL, prev = NULL, got = NULL, pinned = NULL;
-  if (test_device_count() < 2) {
-    printf("note: one device only: skipped\n");
+  if (!test_has_devices(2)) {
     return;
   }
   REQUIRE_OK(rmm_set_device(1));

@@ -142,8 +142,10 @@ static void test_fragmentation(void) {
   o.maximum_pool_size = 512 * MiB;
   EXPECT_OK(rmm_resource_create(RMM_RESOURCE_POOL, &o, &pool));
   if (pool != NULL) {
+    /* 200 MiB free in 4 MiB pieces: the pool gives back its wholly free
+     * chunks before it grows, and the maximum has room for 150 MiB. */
     fragmented(pool, &st);
-    EXPECT_STATUS(st, RMM_ERROR_OUT_OF_MEMORY);
+    EXPECT_STATUS(st, RMM_SUCCESS);
     EXPECT_OK(rmm_resource_release(pool));
   }
   EXPECT_OK(rmm_resource_release(cuda));

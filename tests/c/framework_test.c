@@ -100,10 +100,8 @@ static void test_free_goes_back_after_replace(void) {
 static void test_free_with_another_device_current(void) {
   rmm_resource_t stats = NULL;
   void* p;
-  int n = 0, dev = -1;
-  REQUIRE_OK(rmm_get_device_count(&n));
-  if (n < 2) {
-    printf("  (skipped: needs two devices)\n");
+  int dev = -1;
+  if (!test_has_devices(2)) {
     return;
   }
   REQUIRE_OK(make_stats(&stats));

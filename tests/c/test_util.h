@@ -22,6 +22,7 @@
 #define RMMGO_TEST_UTIL_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rmmgo.h"
@@ -180,6 +181,25 @@ static inline int test_device_count(void) {
     return 0;
   }
   return n;
+}
+
+/* test_has_devices(n): whether the machine has n devices, for a test that
+ * needs them and returns early without them. Where RMMGO_TEST_MIN_DEVICES
+ * says the machine has at least n (make test on the simulated device, the
+ * GPU bundle on a host of two GPUs), fewer is a failure, not a skip. */
+static inline int test_has_devices(int n) {
+  int have = test_device_count();
+  const char* min = getenv("RMMGO_TEST_MIN_DEVICES");
+  if (have >= n) {
+    return 1;
+  }
+  if (min != NULL && atoi(min) >= n) {
+    test_failed_count++;
+    fprintf(stderr, "FAIL: needs %d devices: RMMGO_TEST_MIN_DEVICES=%s, but the library sees %d\n", n, min, have);
+  } else {
+    printf("note: needs %d devices, the machine has %d: skipped\n", n, have);
+  }
+  return 0;
 }
 
 /* test_simulated: whether the library runs on the simulated device. */

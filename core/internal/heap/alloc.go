@@ -17,10 +17,10 @@ func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
 		return h.frontAllocate(size)
 	}
 	if s == cudart.DefaultStream || s == cudart.LegacyDefaultStream {
-		// The fast path: the default stream's list in this shard (never
-		// retired), made already. (Without the front, blocks are size
-		// bytes.)
-		if l := h.eng.DefaultShard(); l != nil {
+		// The fast path: the default stream's list for this size in this
+		// shard (never retired), made already. (Without the front, blocks
+		// are size bytes.)
+		if l := h.defaultList(size); l != nil {
 			l.Mu.Lock()
 			id, addr := h.take(l, size)
 			l.Mu.Unlock()
@@ -41,7 +41,7 @@ func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr) (uintptr, error)
 			return 0, err
 		}
 		h.eng.MaybeSettle(sl, s)
-		l := h.eng.List(sl, h.eng.Shard())
+		l := h.listFor(sl, blk)
 		l.Mu.Lock()
 		id, addr := h.take(l, blk)
 		l.Mu.Unlock()
@@ -69,6 +69,7 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 	syncs := 0         // device synchronizations after growth failed
 	reclaimed := false // the owner's caches were asked for their blocks
 	gave := false      // and gave some
+	trimmed := false   // wholly free chunks were given back
 	for {
 		gen := h.gen.Load()
 		// Memory freed on this stream in other shards.
@@ -171,6 +172,20 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 					return h.publishAt(id, addr, blk, size)
 				}
 				continue
+			}
+		}
+		// Enough is free for this stream, but in pieces no request of
+		// this size fits in: give the wholly free chunks back before
+		// growing (once a call), so that the heap does not hold free
+		// memory it cannot use on top of the new chunk. (Memory other
+		// streams freed and did not settle does not count: waiting for it
+		// is not this stream's business.)
+		if !trimmed && h.trim != nil && h.usableBy(st) >= blk {
+			trimmed = true
+			if spans := h.ReleaseChunks(false); len(spans) != 0 {
+				if err := h.trim(spans); err != nil {
+					return 0, err
+				}
 			}
 		}
 		h.growMu.Lock()
@@ -322,7 +337,7 @@ func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
 	}
 	if sl == h.eng.Default() {
 		// The fast path, as in Allocate.
-		if l := h.eng.DefaultShard(); l != nil {
+		if l := h.defaultList(blk); l != nil {
 			l.Mu.Lock()
 			h.magPut(l, id, ptr, blk, sl.St.Epoch.Load())
 			l.Mu.Unlock()
@@ -330,7 +345,7 @@ func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
 		}
 	}
 	for {
-		l := h.eng.List(sl, h.eng.Shard())
+		l := h.listFor(sl, blk)
 		l.Mu.Lock()
 		if !l.Retired {
 			h.magPut(l, id, ptr, blk, sl.St.Epoch.Load())
@@ -354,6 +369,33 @@ func (h *Heap) Deallocate(s cudart.Stream, ptr, size uintptr) error {
 			return err
 		}
 	}
+}
+
+// Which list of a stream a block goes through. Blocks up to
+// MagazineMaxBlock use the list of the calling goroutine's shard, so that
+// goroutines running at the same time take different locks; larger ones
+// use the stream's home list (shard 0's), where the stream's free memory
+// coalesces: a large block is allocated and freed seldom, and sharding it
+// would only split free memory between lists that cannot merge it (the
+// pool then grows with enough memory free; on real training, by a third
+// and more). Smaller blocks join the home list when they coalesce with
+// free memory there (insertFree).
+
+// listFor returns the list of stream lists sl for a block of blk bytes.
+func (h *Heap) listFor(sl *streamorder.Lists[freeList], blk uintptr) *freeList {
+	if blk > MagazineMaxBlock {
+		return h.eng.HomeOf(sl)
+	}
+	return h.eng.List(sl, h.eng.Shard())
+}
+
+// defaultList is listFor for the legacy default stream, nil when that
+// list was not made yet (the fast paths' test).
+func (h *Heap) defaultList(blk uintptr) *freeList {
+	if blk > MagazineMaxBlock {
+		return h.eng.Default().Shards[0].Load()
+	}
+	return h.eng.DefaultShard()
 }
 
 // defrag merges the movable free blocks of every list (see movable) into

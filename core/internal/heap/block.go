@@ -92,6 +92,89 @@ func (h *Heap) carve(l *freeList, size uintptr, settledOnly bool) int32 {
 // (a large block taking in a small one) keeps its place in the index: only
 // the blocks that change class leave it or join it.
 func (h *Heap) insertFree(l *freeList, id int32, seq uint64) {
+	id = h.insertLocal(l, id, seq)
+	if h.splitFrom(l, id) {
+		h.joinHome(l, id)
+	}
+}
+
+// splitFrom reports whether the free block id of l has a free neighbour
+// in another list. l.Mu is held.
+func (h *Heap) splitFrom(l *freeList, id int32) bool {
+	pg := h.nodes.load()
+	n := pg.at(id)
+	if pid := n.prev.Load(); pid != 0 {
+		pg = h.nodes.load() // the predecessor may be newer than pg
+		if o := pg.at(pid).owner.Load(); o > 0 && o != l.ID {
+			return true
+		}
+	}
+	if nid := n.next; nid != 0 {
+		if o := pg.at(nid).owner.Load(); o > 0 && o != l.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// joinHome moves the free block id of l, whose neighbour is free in
+// another list, into the home list of l's stream, and pulls the free
+// neighbours that other lists of the stream hold into it too, so that the
+// stream's free memory coalesces whichever shards freed it. It only tries
+// locks (l.Mu is held: waiting for another list's lock could deadlock with
+// LockAll), and moves a block only between lists of one stream with the
+// same cut, so that nothing changes part (fresh or settled) or order. l.Mu
+// is held.
+func (h *Heap) joinHome(l *freeList, id int32) {
+	if home := h.eng.Home(l); home != nil {
+		if !home.Mu.TryLock() {
+			return
+		}
+		defer home.Mu.Unlock()
+		if home.Retired || home.Cut != l.Cut {
+			return
+		}
+		n := h.nodes.load().at(id)
+		l.remove(h.nodes.load(), n)
+		l.Free.Add(^(n.size - 1))
+		id = h.insertLocal(home, id, n.seq)
+		l = home
+	}
+	// l is the home list now: take in the neighbours the stream's other
+	// lists hold.
+	for _, prev := range [2]bool{true, false} {
+		pg := h.nodes.load()
+		n := pg.at(id)
+		nid := n.next
+		if prev {
+			nid = n.prev.Load()
+			pg = h.nodes.load()
+		}
+		if nid == 0 {
+			continue
+		}
+		nb := pg.at(nid)
+		o := nb.owner.Load()
+		if o <= 0 || o == l.ID {
+			continue
+		}
+		m := h.eng.ListByID(o)
+		if m == nil || m.St != l.St || !m.Mu.TryLock() {
+			continue
+		}
+		if nb.owner.Load() == m.ID && !m.Retired && m.Cut == l.Cut {
+			m.remove(pg, nb)
+			m.Free.Add(^(nb.size - 1))
+			nb.owner.Store(0)
+			id = h.insertLocal(l, nid, nb.seq)
+		}
+		m.Mu.Unlock()
+	}
+}
+
+// insertLocal is insertFree within l alone; it returns the node of the
+// merged block. l.Mu is held.
+func (h *Heap) insertLocal(l *freeList, id int32, seq uint64) int32 {
 	pg := h.nodes.load()
 	n := pg.at(id)
 	// The predecessor may be a node another list made a moment ago, in a
@@ -138,11 +221,12 @@ func (h *Heap) insertFree(l *freeList, id int32, seq uint64) {
 			if n.seq < l.Cut {
 				l.Settled.Add(n.size - fsize)
 			}
-			return
+			return id
 		}
 		l.removeAs(pg, n, fsize, fseq)
 	}
 	l.insert(n, id) // a merged block takes the later seq: fresh if either part was
+	return id
 }
 
 // publish records the allocated node id, handed out for a request of size
@@ -220,7 +304,9 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 	sort.Slice(nt.sorted, func(i, j int) bool { return nt.sorted[i].base < nt.sorted[j].base })
 	nt.index()
 	h.chunks.Store(nt)
-	h.size.Add(size)
+	if n := h.size.Add(size); n > h.peak.Load() {
+		h.peak.Store(n) // under chunkMu
+	}
 	h.setMagBudget(h.size.Load())
 	h.chunkMu.Unlock()
 
@@ -252,14 +338,13 @@ func (h *Heap) addChunk(l *freeList, base, size uintptr) {
 // size it was allocated with; then the block's size must be blk.
 func (h *Heap) claim(ptr, size, blk uintptr) (int32, slotRef, error) {
 	d := h.chunks.Load().dir
-	// Blocks start on a unit: the index's slots are per unit, so a pointer
-	// inside a block's first unit would find the block's slot.
-	if ptr&(Unit-1) != 0 {
-		return 0, slotRef{}, fmt.Errorf("%s: %w: %#x is not the start of a block (blocks are %d-byte aligned)", h.kind, errs.InvalidPointer, ptr, Unit)
-	}
 	// Where the size says the block is; the other table too for a size
 	// that does not match the block's (to report that, rather than an
 	// invalid pointer).
+	if ptr&(Unit-1) != 0 {
+		// Offsets 1..Unit-1 share the block's slot: never a block's start.
+		return 0, slotRef{}, fmt.Errorf("%s: %w: %#x is not %d-byte aligned, so no block starts there", h.kind, errs.InvalidPointer, ptr, Unit)
+	}
 	big := blk >= bigBlock
 	r := d.lookup(ptr, big)
 	if r.w == 0 {

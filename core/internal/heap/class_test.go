@@ -1,6 +1,7 @@
 package heap
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,10 @@ func TestClasses(t *testing.T) {
 // TestClassIndexFit: take returns a block of at least the request from
 // the smallest class that holds one, and nothing when none fits.
 func TestClassIndexFit(t *testing.T) {
+	// One P: frees of small blocks land in the list of the freeing
+	// goroutine's shard, and best fit is per list (the race detector moves
+	// goroutines between Ps often enough to split them).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	h := newTestHeap(t, 64<<20, 64<<20, false)
 	var ptrs []uintptr
 	// Blocks of 1, 3, 70 and 5000 units, each followed by a 256-byte

@@ -30,6 +30,26 @@ func (h *Heap) worthDefrag(own *freeList, size uintptr) bool {
 	return total >= size && others > 0
 }
 
+// usableBy returns the free bytes a request of stream st could use once
+// ordered after the streams that freed them (what defrag may move), the
+// blocks waiting in the front included.
+func (h *Heap) usableBy(st *streamorder.State) uintptr {
+	_, n := h.frontHeld()
+	for _, l := range h.eng.AllLists() {
+		n += movable(l, st)
+	}
+	return n
+}
+
+// UsableBy is usableBy for stream s (0 when s is not alive).
+func (h *Heap) UsableBy(s cudart.Stream) uintptr {
+	sl, err := h.eng.Lookup(s)
+	if err != nil {
+		return 0
+	}
+	return h.usableBy(sl.St)
+}
+
 // quietFreeBytes is freeBytes once no defragmentation is under way (one
 // empties every list before it refills its own, so a sum taken meanwhile
 // can miss the whole heap).

@@ -139,8 +139,8 @@ func (h *Heap) splitAt(l *freeList, id int32, a uintptr) int32 {
 
 // Fill makes [addr, addr+size), which lies inside one hole (memory the
 // caller has just mapped there), free memory of stream s, as if freed on s
-// now: it goes into s's list of the calling goroutine's shard and merges
-// with that list's free neighbours. With want > 0 it then allocates want
+// now: it goes into s's home list and merges with the free memory beside
+// it. With want > 0 it then allocates want
 // bytes (a multiple of 256) from that list and returns the address, or 0
 // when the list has no block that large (the memory stays free).
 func (h *Heap) Fill(s cudart.Stream, addr, size, want uintptr) (uintptr, error) {
@@ -153,7 +153,7 @@ func (h *Heap) Fill(s cudart.Stream, addr, size, want uintptr) (uintptr, error) 
 		if sl, err = h.eng.Lookup(s); err != nil {
 			return 0, err
 		}
-		l = h.eng.List(sl, h.eng.Shard())
+		l = h.eng.HomeOf(sl) // whole granules: large memory lives there
 		l.Mu.Lock()
 		if !l.Retired {
 			break

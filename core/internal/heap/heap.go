@@ -34,6 +34,10 @@ type Heap struct {
 	// blocks back; called before the heap grows (see SetReclaim).
 	reclaim func(need uintptr) bool
 	futile  func() // an allocation failed after reclaim gave memory back
+	// trim gives chunks taken out of the heap back to the upstream (see
+	// SetTrim); nil: the heap keeps its chunks until its owner releases
+	// them.
+	trim func([]Span) error
 
 	magBudget atomic.Uintptr // the magazines' budget (magazine.go)
 	magAvail  atomic.Int64   // the part of it no magazine reserved
@@ -42,6 +46,7 @@ type Heap struct {
 	chunkMu   sync.Mutex // serializes chunk table changes
 	nextChunk int32
 	size      atomic.Uintptr // bytes in chunks
+	peak      atomic.Uintptr // most bytes in chunks at once
 	gen       atomic.Uint64  // counts growths
 
 	growMu   sync.Mutex // one growth at a time
@@ -86,6 +91,14 @@ func (h *Heap) SetReclaim(reclaim func(need uintptr) bool, futile func()) {
 	h.reclaim, h.futile = reclaim, futile
 }
 
+// SetTrim makes the heap give its wholly free chunks back, through trim,
+// before it grows for a request that its free memory could hold but no
+// free block fits (fragmentation between chunks, which never merge): the
+// heap then holds the new chunk instead of the new chunk and the free ones
+// beside it. trim synchronizes the device and returns the spans to the
+// upstream (see ReleaseChunks). Set it before the heap is used.
+func (h *Heap) SetTrim(trim func([]Span) error) { h.trim = trim }
+
 // AddChunk adds the chunk [base, base+size), which the caller got from its
 // upstream in order on the legacy default stream, as free memory of that
 // stream.
@@ -93,6 +106,9 @@ func (h *Heap) AddChunk(base, size uintptr) { h.addChunk(nil, base, size) }
 
 // Size returns the bytes of the heap's chunks.
 func (h *Heap) Size() uintptr { return h.size.Load() }
+
+// PeakSize returns the most bytes the heap's chunks held at once.
+func (h *Heap) PeakSize() uintptr { return h.peak.Load() }
 
 // FreeBytes sums the free bytes of every list, blocks waiting in magazines
 // and in the front included (a hint while others work).

@@ -45,9 +45,16 @@ func (h *Heap) ReleaseChunks(all bool) []Span {
 		// merge with each other, so one free block spanning the chunk is not
 		// the only case (with many Ps even one stream's frees spread over
 		// several shards' lists).
+		//
+		// Only blocks of the lists locked here count as free: a list made
+		// after LockAll (a stream's new shard or home list) is not locked,
+		// and a block freed into it meanwhile would stay in its index while
+		// the chunk went back upstream, to be handed out again from there
+		// (a pool giving back before growing, under 16 streams, handed the
+		// same bytes out twice that way).
 		wholeFree := true
 		for id := c.first; id != 0; id = pg.at(id).next {
-			if pg.at(id).owner.Load() <= 0 {
+			if byID[pg.at(id).owner.Load()] == nil {
 				wholeFree = false
 				break
 			}

@@ -1,10 +1,13 @@
 package streamorder
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core/internal/errs"
 	"github.com/rmmgo/rmmgo/cudart"
@@ -151,9 +154,17 @@ func (e *Engine[T, PT]) Lookup(s cudart.Stream) (*Lists[T], error) {
 // List returns sl's list for shard i, making it on first use. A list made
 // for a stream swept meanwhile is retired at once, so that the caller
 // looks the stream up again.
+//
+// Shard 0's list is the stream's home: it is made before any other shard's,
+// and every other list of the stream names it (Home), so that memory freed
+// into a shard's list can join the free memory beside it in the home list.
 func (e *Engine[T, PT]) List(sl *Lists[T], i uint32) PT {
 	if l := sl.Shards[i].Load(); l != nil {
 		return PT(l)
+	}
+	var home PT
+	if i != 0 {
+		home = e.List(sl, 0)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -164,6 +175,9 @@ func (e *Engine[T, PT]) List(sl *Lists[T], i uint32) PT {
 	b := l.Base()
 	e.nextID++
 	b.ID, b.St = e.nextID, sl.St
+	if home != nil {
+		b.home = unsafe.Pointer((*T)(home))
+	}
 	if sl.gone {
 		// The stream was swept meanwhile: hand out a retired list, so
 		// that the caller looks the stream up again.
@@ -175,6 +189,23 @@ func (e *Engine[T, PT]) List(sl *Lists[T], i uint32) PT {
 	e.lists.Store(&nl)
 	sl.Shards[i].Store((*T)(l))
 	return l
+}
+
+// Home returns the home list of l's stream (its shard 0 list), nil when l
+// is the home list itself.
+func (e *Engine[T, PT]) Home(l PT) PT { return PT((*T)(l.Base().home)) }
+
+// HomeOf returns the home list of sl, making it on first use.
+func (e *Engine[T, PT]) HomeOf(sl *Lists[T]) PT { return e.List(sl, 0) }
+
+// ListByID returns the list whose ID is id, nil when it left the engine.
+func (e *Engine[T, PT]) ListByID(id int32) PT {
+	ls := e.AllLists()
+	i, ok := slices.BinarySearchFunc(ls, id, func(l PT, id int32) int { return cmp.Compare(l.Base().ID, id) })
+	if !ok {
+		return nil
+	}
+	return ls[i]
 }
 
 // AllLists returns every list, in id order. The slice is not to be

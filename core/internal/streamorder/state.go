@@ -3,6 +3,7 @@ package streamorder
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core/internal/relaxed"
 	"github.com/rmmgo/rmmgo/cudart"
@@ -88,6 +89,9 @@ type List struct {
 	// it last settled (guarded by Mu), for NoteFreed.
 	freed uintptr
 	frees int
+	// home is shard 0's list of the same stream (a *T of the engine), nil
+	// for shard 0's own; set once when the list is made (Engine.Home).
+	home unsafe.Pointer
 }
 
 // Base returns l; through embedding, the List of a resource's list.

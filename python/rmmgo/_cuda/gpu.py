@@ -10,6 +10,7 @@ cuda-python is installed, else an int) and the library's message.
 
 import ctypes
 import enum
+import os
 from ctypes import byref, c_int
 
 from .. import _bindings as _b
@@ -25,6 +26,7 @@ __all__ = [
     "getDeviceCount",
     "getDeviceAttribute",
     "deviceGetName",
+    "deviceGetUUID",
 ]
 
 
@@ -166,6 +168,13 @@ def _driver():
         lib.cuDeviceGetName.argtypes = [ctypes.c_char_p, c_int, c_int]
         for f in (lib.cuInit, lib.cuDeviceGet, lib.cuDeviceGetName):
             f.restype = c_int
+        # cuDeviceGetUuid_v2 (CUDA 11.4 and later) gives a MIG instance's
+        # own UUID; cuDeviceGetUuid, its GPU's.
+        for name in ("cuDeviceGetUuid_v2", "cuDeviceGetUuid"):
+            f = getattr(lib, name, None)
+            if f is not None:
+                f.argtypes = [ctypes.c_char_p, c_int]
+                f.restype = c_int
         _cuda_driver = lib
     return _cuda_driver
 
@@ -193,3 +202,54 @@ def deviceGetName(device):
     buf = ctypes.create_string_buffer(256)
     _driver_check("cuDeviceGetName", lib.cuDeviceGetName(buf, 256, dev.value))
     return buf.value.decode()
+
+
+def _uuid_text(raw, prefix="GPU"):
+    """A CUDA UUID's 16 bytes as nvidia-smi and NVML write them: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx."""
+    h = bytes(raw).hex()
+    if len(h) != 32:
+        raise ValueError("a CUDA UUID has 16 bytes, not %d" % (len(h) // 2))
+    return "%s-%s-%s-%s-%s-%s" % (prefix, h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
+def _visible_entry(device):
+    """The CUDA_VISIBLE_DEVICES entry that CUDA numbers `device` ("" when the variable does not name it)."""
+    entries = [e.strip() for e in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+    entries = [e for e in entries if e]
+    return entries[device] if device < len(entries) else ""
+
+
+def deviceGetUUID(device):
+    """The device's UUID as nvidia-smi -L and NVML write it, e.g. "GPU-e1006a74-5836-264f-5c26-53d19d212dfe".
+
+    The same GPU has the same UUID in every process, however
+    CUDA_VISIBLE_DEVICES numbers it (unlike its index, or PCI bus numbers,
+    which two GPUs of one machine may share across domains); a MIG
+    instance named by CUDA_VISIBLE_DEVICES has its own "MIG-..." UUID.
+    Read with the driver's cuDeviceGetUuid. On the simulated device:
+    "GPU-00000000-0000-0000-0000-00000000000N", N the device's number before
+    CUDA_VISIBLE_DEVICES renumbers it (so the worker processes of a
+    LocalGPUCluster, each with its GPU first, tell their GPUs apart as on a
+    GPU machine).
+    """
+    device = int(device)
+    count = getDeviceCount()
+    if not 0 <= device < count:
+        raise CUDADriverError(
+            _cuda_python_enum("driver", "CUresult", _CUDA_ERROR_INVALID_DEVICE),
+            "device %d does not exist (there are %d)" % (device, count),
+        )
+    entry = _visible_entry(device)
+    if _b.backend_name() == "simulated":
+        number = int(entry) if entry.isdigit() else device
+        return _uuid_text(number.to_bytes(16, "big"))
+    lib = _driver()
+    get = getattr(lib, "cuDeviceGetUuid_v2", None) or getattr(lib, "cuDeviceGetUuid", None)
+    if get is None:
+        raise CUDADriverError(_cuda_python_enum("driver", "CUresult", _CUDA_ERROR_UNKNOWN), "libcuda has no cuDeviceGetUuid")
+    _driver_check("cuInit", lib.cuInit(0))
+    dev = c_int()
+    _driver_check("cuDeviceGet", lib.cuDeviceGet(byref(dev), device))
+    raw = ctypes.create_string_buffer(16)
+    _driver_check("cuDeviceGetUuid", get(raw, dev.value))
+    return _uuid_text(raw.raw, "MIG" if entry.startswith("MIG-") else "GPU")

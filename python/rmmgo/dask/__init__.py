@@ -15,7 +15,8 @@ rmmgo does not::
   cluster started another way, ``client.register_plugin(RMMSetup(...))``
   (``register_worker_plugin`` before distributed 2023.9).
 - LocalGPUCluster: a LocalCluster with one worker process per GPU.
-- memory_statistics: each worker's counters and pool size, on the client;
+- memory_statistics: each worker's counters and pool size, and its GPU's
+  UUID (device_uuid: what tells the workers' GPUs apart), on the client;
   the same figures are the workers' "rmmgo" metric, and "rmm" holds those
   Dask's RMM dashboard plot shows.
 - The Dask config keys rmmgo.pool-size, rmmgo.maximum-pool-size,
@@ -46,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._options import CONFIG_DEFAULTS, CONFIG_KEYS, DeviceSize, Settings, parse_device_size
 from ._plugin import RMMSetup
-from ._stats import device_memory_statistics, memory_statistics
+from ._stats import device_memory_statistics, device_uuid, memory_statistics
 from ._cluster import LocalGPUCluster, visible_devices
 
 dask.config.update_defaults({"rmmgo": dict(CONFIG_DEFAULTS)})
@@ -62,6 +63,7 @@ __all__ = [
     "LocalGPUCluster",
     "memory_statistics",
     "device_memory_statistics",
+    "device_uuid",
     "visible_devices",
     "parse_device_size",
     "DeviceSize",

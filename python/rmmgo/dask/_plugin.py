@@ -182,7 +182,13 @@ class RMMSetup(WorkerPlugin):
         if isinstance(metrics, dict):
             metrics[_stats.METRIC] = self._metric
             metrics[_stats.DASHBOARD_METRIC] = self._dashboard_metric
-        logger.info("rmmgo: device %d uses %s (%s)", device, type(res).__name__, self.settings.describe() or "defaults")
+        logger.info(
+            "rmmgo: device %d (%s) uses %s (%s)",
+            device,
+            _stats.device_uuid(device) or "UUID unknown",
+            type(res).__name__,
+            self.settings.describe() or "defaults",
+        )
 
     def teardown(self, worker=None):
         """Remove the metrics and give the device its initial resource back, if it still has ours."""

@@ -9,7 +9,7 @@ TrackingResourceAdaptor or LimitingResourceAdaptor the bytes outstanding.
 from .. import mr as _mr
 from ..mr import _resources as _r
 
-__all__ = ["device_memory_statistics", "memory_statistics", "METRIC", "DASHBOARD_METRIC"]
+__all__ = ["device_uuid", "device_memory_statistics", "memory_statistics", "METRIC", "DASHBOARD_METRIC"]
 
 # The worker metrics (Worker.metrics) RMMSetup adds: METRIC holds
 # device_memory_statistics(); DASHBOARD_METRIC holds {"rmm-used",
@@ -28,10 +28,34 @@ def _chain(resource):
     return out
 
 
+_uuids = {}
+
+
+def device_uuid(device=None):
+    """The UUID of `device` (default: the current device), as nvidia-smi -L writes it; None if unknown.
+
+    What identifies a worker's GPU across processes: each worker sees its
+    own GPU as device 0, and two GPUs of one machine may share PCI domain
+    and bus numbers. Read once per device and process (gpu.deviceGetUUID).
+    """
+    if device is None:
+        device = _r._current_device()
+    device = int(device)
+    if device not in _uuids:
+        from .._cuda import gpu
+
+        try:
+            _uuids[device] = gpu.deviceGetUUID(device)
+        except Exception:  # no driver API here: the figures go on without it
+            _uuids[device] = None
+    return _uuids[device]
+
+
 def device_memory_statistics(device=None):
     """The memory figures of `device`'s resource (default: the current device), as a dict.
 
-    device: the device. resource: the resource chain, outermost first
+    device: the device. uuid: its UUID (device_uuid; None if unknown), the
+    same in every process. resource: the resource chain, outermost first
     ("StatisticsResourceAdaptor > PoolMemoryResource > CudaMemoryResource").
     current_bytes, current_count, peak_bytes, peak_count, total_bytes,
     total_count: a StatisticsResourceAdaptor's counters (None without one).
@@ -44,7 +68,7 @@ def device_memory_statistics(device=None):
         device = _r._current_device()
     device = int(device)
     chain = _chain(_mr.get_per_device_resource(device))
-    out = {"device": device, "resource": " > ".join(type(r).__name__ for r in chain)}
+    out = {"device": device, "uuid": device_uuid(device), "resource": " > ".join(type(r).__name__ for r in chain)}
     out.update(dict.fromkeys(_COUNTERS))
     out["reserved_bytes"] = None
     used = None

@@ -18,6 +18,7 @@ import atexit
 import ctypes
 import logging
 import os
+import re
 import sys
 import threading
 import traceback
@@ -233,6 +234,22 @@ _SIM_PAGEABLE_HINT = (
 )
 
 
+def _in_python_words(exc, kind):
+    """exc, its message about the C call rmm_resource_create(KIND) and its options
+    struct told in the caller's words: the Python class and its arguments
+    ("FixedSizeMemoryResource: invalid argument: block_size is 0: ...")."""
+    cls = _kind_classes.get(int(kind))
+    msg = str(exc)
+    if cls is not None:
+        msg = re.sub(r"^rmm_resource_create\([a-z_]+\)", cls.__name__, msg)
+    msg = re.sub(r"\boptions\.([a-z_]+)", r"\1", msg)
+    if msg == str(exc):
+        return exc
+    new = type(exc)(exc.status, msg) if exc.status is not None else type(exc)(msg)
+    new.__traceback__ = exc.__traceback__
+    return new
+
+
 def _create(kind, **fields):
     """A new C resource of `kind`; returns the handle (a new reference)."""
     opts = _b.ResourceOptions.defaults()
@@ -242,6 +259,7 @@ def _create(kind, **fields):
     try:
         _lib.rmm_resource_create(int(kind), byref(opts), byref(out))
     except RMMError as exc:
+        exc = _in_python_words(exc, kind)
         if exc.status in (Status.ERROR_INVALID_ARGUMENT, Status.ERROR_BAD_ALIGNMENT):
             raise RMMLogicError(exc.status, str(exc)) from None
         if (
@@ -575,6 +593,12 @@ class PoolMemoryResource(UpstreamResourceAdaptor):
         _lib.rmm_pool_size(self._handle, byref(n))
         return n.value
 
+    def peak_pool_size(self):
+        """The most bytes taken from the upstream at once."""
+        n = c_size_t()
+        _lib.rmm_pool_peak_size(self._handle, byref(n))
+        return n.value
+
     def used_bytes(self):
         """Bytes handed out."""
         n = c_size_t()
@@ -604,11 +628,14 @@ class FixedSizeMemoryResource(UpstreamResourceAdaptor):
     """Blocks of one size (block_size), fetched blocks_to_preallocate at a time."""
 
     def __init__(self, upstream_mr, block_size=1 << 20, blocks_to_preallocate=128):
+        # None: the default (1 MiB blocks, 128 at a time).
         self._init_adaptor(
             self._kind,
             upstream_mr,
             block_size=_size_option(block_size, "block_size"),
-            blocks_to_preallocate=as_size_t(blocks_to_preallocate, "blocks_to_preallocate"),
+            blocks_to_preallocate=_b.SIZE_DEFAULT
+            if blocks_to_preallocate is None
+            else as_size_t(blocks_to_preallocate, "blocks_to_preallocate"),
         )
 
     def get_block_size(self):
@@ -685,6 +712,12 @@ class ExpandableMemoryResource(DeviceMemoryResource):
         """Bytes of device memory mapped."""
         n = c_size_t()
         _lib.rmm_pool_size(self._handle, byref(n))
+        return n.value
+
+    def peak_pool_size(self):
+        """The most bytes of device memory mapped at once."""
+        n = c_size_t()
+        _lib.rmm_pool_peak_size(self._handle, byref(n))
         return n.value
 
     def used_bytes(self):

@@ -1,0 +1,73 @@
+"""The pure-Python parts of python/bench/realwork/run.py, without a GPU or torch:
+argument parsing, the table, paired times, the max-batch search, and the
+subprocess protocol (its hidden "selftest" workload). Cheap: three short
+subprocesses."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+_src = os.environ.get("RMMGO_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+_path = os.path.join(_src, "python", "bench", "realwork", "run.py")
+if not os.path.exists(_path):
+    pytest.skip("python/bench/realwork/run.py is not here (set RMMGO_SOURCE_DIR)", allow_module_level=True)
+_spec = importlib.util.spec_from_file_location("realwork_run", _path)
+rw = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rw)
+
+
+def test_parse_args():
+    a = rw.parse_args(["--quick", "--out", "x"])
+    assert a.allocators == rw.QUICK_ALLOCATORS
+    assert a.workloads == [w for w in rw.WORKLOADS if w != "gpt2-generate"], "--quick leaves the long one out"
+    assert rw.parse_args(["--out", "x"]).workloads == rw.WORKLOADS
+    assert rw.steps_for(a, "gpt2-train") == rw.STEPS["gpt2-train"][1]
+    a = rw.parse_args(["--allocators", "all", "--workloads", "cupy-pipeline", "--steps", "7"])
+    assert a.allocators == rw.ALLOCATORS and rw.steps_for(a, "cupy-pipeline") == 7
+    for bad in (["--workloads", "bert"], ["--allocators", "jemalloc"], ["--steps", "0"]):
+        with pytest.raises(SystemExit):
+            rw.parse_args(bad)
+    assert rw.applies("cupy-pipeline", "cupy") and not rw.applies("gpt2-train", "cupy")
+    assert rw.applies("gpt2-train", "torch-async") and not rw.applies("cupy-pipeline", "torch")
+    assert rw.applies("cupy-pipeline", "rmm-expandable")
+
+
+def test_help_without_torch():
+    out = subprocess.run([sys.executable, _path, "--help"], capture_output=True, text=True, check=True).stdout
+    assert "--max-batch" in out and "--quick" in out
+
+
+def test_paired_time_and_table():
+    base = {"workload": "gpt2-train", "allocator": "torch", "step_times": [1.0, 2.0, 4.0], "peak_live": 2 << 30, "peak_reserved": 3 << 30}
+    other = {"workload": "gpt2-train", "allocator": "rmm-pool", "step_times": [2.0, None, 8.0], "peak_live": 2 << 30,
+             "peak_reserved": 4 << 30, "device_used": 5 << 30, "oom": 1}
+    rw.summarize([base, other])
+    assert other["time_vs_baseline"] == pytest.approx(2.0), "failed steps (None) left out"
+    assert other["reserved_over_live"] == pytest.approx(2.0)
+    assert base["time_vs_baseline"] == pytest.approx(1.0)
+    t = rw.table([base, other])
+    assert "| gpt2-train | rmm-pool | 2.00 | 4.00 | 2.00x | 5.00 | 2.50x | 1 | 2.00x |" in t
+
+
+def test_search_max():
+    for limit, best in ((256, 40), (30, 30), (256, 0), (256, 1)):
+        n, tried = rw.search_max(lambda b: b <= best, limit)
+        assert n == best, (limit, best, tried)
+        assert len(tried) <= 2 * limit.bit_length() + 2
+
+
+def test_subprocess_protocol(tmp_path):
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, _path, "--workloads", "selftest", "--allocators", "rmm-pool,rmm-arena",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert p.returncode == 1, "rmm-arena's selftest fails: " + p.stdout + p.stderr
+    res = json.loads((out / "results.json").read_text())["records"]
+    assert [r["allocator"] for r in res] == ["torch", "rmm-pool", "rmm-arena"], "the baseline runs first, added when not asked"
+    assert res[1]["time_vs_baseline"] > 1 and "error" not in res[1]
+    assert res[2]["oom"] == 1 and "out of memory" in res[2]["error"]
+    assert "| selftest | rmm-pool |" in (out / "table.md").read_text()
+    assert (out / "selftest.rmm-pool.json").exists()

@@ -1,0 +1,309 @@
+// rmm_api_test.cpp -- a program written for RMM's C++ API (rmm/ headers,
+// RMM 26.08's names), built against rmmgo's rmm/ headers, librmmgo and
+// tests/cpp/fake_cccl (CCCL 3.3's spelling) and run on the backend `make
+// test` chose. It checks that RMM code compiles unchanged and that what it
+// makes is librmmgo's: the pool C++ sets current is the handle C sees.
+#include <rmm/cuda_device.hpp>
+#include <rmm/cuda_stream.hpp>
+#include <rmm/cuda_stream_pool.hpp>
+#include <rmm/device_buffer.hpp>
+#include <rmm/device_scalar.hpp>
+#include <rmm/device_uvector.hpp>
+#include <rmm/error.hpp>
+#include <rmm/mr/aligned_resource_adaptor.hpp>
+#include <rmm/mr/arena_memory_resource.hpp>
+#include <rmm/mr/binning_memory_resource.hpp>
+#include <rmm/mr/callback_memory_resource.hpp>
+#include <rmm/mr/cuda_memory_resource.hpp>
+#include <rmm/mr/failure_callback_resource_adaptor.hpp>
+#include <rmm/mr/fixed_size_memory_resource.hpp>
+#include <rmm/mr/limiting_resource_adaptor.hpp>
+#include <rmm/mr/managed_memory_resource.hpp>
+#include <rmm/mr/per_device_resource.hpp>
+#include <rmm/mr/pinned_host_memory_resource.hpp>
+#include <rmm/mr/polymorphic_allocator.hpp>
+#include <rmm/mr/pool_memory_resource.hpp>
+#include <rmm/mr/statistics_resource_adaptor.hpp>
+#include <rmm/mr/thread_safe_resource_adaptor.hpp>
+#include <rmm/mr/tracking_resource_adaptor.hpp>
+#include <rmm/prefetch.hpp>
+#include <rmm/process_is_exiting.hpp>
+#include <rmm/resource_ref.hpp>
+
+#include <rmmgo.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+// The CUDA runtime functions the fake header declares and rmm/detail/error.hpp names.
+extern "C" const char* cudaGetErrorName(cudaError_t) { return "cudaErrorFake"; }
+extern "C" const char* cudaGetErrorString(cudaError_t) { return "fake CUDA error"; }
+extern "C" cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+
+static int passed = 0, failed = 0;
+#define CHECK(cond)                                                    \
+  do {                                                                 \
+    if (cond) {                                                        \
+      ++passed;                                                        \
+    } else {                                                           \
+      ++failed;                                                        \
+      std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                  \
+  } while (0)
+#define CHECK_THROWS(expr, type)   \
+  do {                             \
+    bool threw_ = false;           \
+    try {                          \
+      (void)(expr);                \
+    } catch (type const&) {        \
+      threw_ = true;               \
+    }                              \
+    CHECK(threw_);                 \
+  } while (0)
+
+// A user-defined CCCL resource over an any_resource upstream, as RMM's users write them.
+class counting_resource {
+ public:
+  explicit counting_resource(cuda::mr::any_resource<cuda::mr::device_accessible> upstream)
+      : upstream_{std::move(upstream)} {}
+  void* allocate(cuda::stream_ref s, std::size_t bytes, std::size_t alignment = 256) {
+    ++*count_;
+    return upstream_.allocate(s, bytes, alignment);
+  }
+  void deallocate(cuda::stream_ref s, void* p, std::size_t bytes, std::size_t alignment = 256) noexcept {
+    --*count_;
+    upstream_.deallocate(s, p, bytes, alignment);
+  }
+  void* allocate_sync(std::size_t bytes, std::size_t alignment = 256) {
+    ++*count_;
+    return upstream_.allocate_sync(bytes, alignment);
+  }
+  void deallocate_sync(void* p, std::size_t bytes, std::size_t alignment = 256) noexcept {
+    --*count_;
+    upstream_.deallocate_sync(p, bytes, alignment);
+  }
+  bool operator==(counting_resource const& o) const noexcept { return count_ == o.count_; }
+  bool operator!=(counting_resource const& o) const noexcept { return count_ != o.count_; }
+  friend void get_property(counting_resource const&, cuda::mr::device_accessible) noexcept {}
+  int live() const { return *count_; }
+
+ private:
+  cuda::mr::any_resource<cuda::mr::device_accessible> upstream_;
+  std::shared_ptr<int> count_ = std::make_shared<int>(0);
+};
+
+static void test_pool_is_current_everywhere() {
+  rmm::mr::cuda_memory_resource cuda;
+  rmm::mr::pool_memory_resource pool{cuda, 1 << 20};
+  CHECK(pool.pool_size() >= (1u << 20));
+  auto old = rmm::mr::set_current_device_resource(pool);
+  // C sees the pool.
+  rmm_resource_t h = nullptr;
+  CHECK(rmm_get_current_device_resource(&h) == RMM_SUCCESS && h == pool.handle());
+  rmm_resource_release(h);
+  // C++ gets it back as the pool.
+  rmm::device_async_resource_ref ref = rmm::mr::get_current_device_resource_ref();
+  CHECK(ref == rmm::device_async_resource_ref{pool});
+  {
+    rmm::cuda_stream stream;
+    rmm::device_buffer buf{1000, stream.view()};
+    CHECK(buf.size() == 1000 && buf.data() != nullptr);
+    std::vector<char> host(1000, 'x'), back(1000, 0);
+    rmm::device_buffer src{host.data(), host.size(), stream.view()};
+    rmm::device_buffer copy{src, stream.view()};
+    rmm_memcpy(back.data(), copy.data(), back.size(), stream.value());
+    stream.synchronize();
+    CHECK(std::memcmp(host.data(), back.data(), host.size()) == 0);
+    copy.resize(5000, stream.view());
+    CHECK(copy.size() == 5000 && copy.capacity() >= 5000);
+    copy.shrink_to_fit(stream.view());
+    CHECK(copy.capacity() == 5000);
+    CHECK(copy.memory_resource() == rmm::device_async_resource_ref{pool});
+  }
+  rmm::mr::set_current_device_resource(old);
+  rmm::mr::reset_current_device_resource();
+}
+
+static void test_user_resource_over_any_resource() {
+  rmm::mr::cuda_memory_resource cuda;
+  counting_resource counting{cuda};
+  {
+    // A pool over a user-defined resource: the resource is registered with
+    // librmmgo as an external resource.
+    rmm::mr::pool_memory_resource pool{counting, 0};
+    void* p = pool.allocate_sync(4096);
+    CHECK(p != nullptr);
+    CHECK(counting.live() >= 1);
+    pool.deallocate_sync(p, 4096);
+    CHECK(pool.get_upstream_resource() == rmm::device_async_resource_ref{counting});
+  }
+  CHECK(counting.live() == 0);  // the pool gave everything back
+  // The user resource as the current resource: C allocates through it.
+  rmm::mr::set_current_device_resource(counting);
+  void* p = nullptr;
+  rmm_resource_t h = nullptr;
+  CHECK(rmm_get_current_device_resource(&h) == RMM_SUCCESS);
+  CHECK(rmm_allocate(h, nullptr, 512, 256, &p) == RMM_SUCCESS && p != nullptr);
+  CHECK(counting.live() == 1);
+  rmm_deallocate(h, nullptr, p, 512, 256);
+  rmm_resource_release(h);
+  CHECK(counting.live() == 0);
+  rmm::mr::reset_current_device_resource();
+}
+
+static void test_adaptors_and_errors() {
+  rmm::mr::cuda_memory_resource cuda;
+  rmm::mr::statistics_resource_adaptor stats{cuda};
+  void* p = stats.allocate_sync(1000);
+  CHECK(stats.get_bytes_counter().value == 1000 && stats.get_allocations_counter().value == 1);
+  stats.deallocate_sync(p, 1000);
+  rmm::mr::limiting_resource_adaptor limit{stats, 1 << 20};
+  CHECK_THROWS(limit.allocate_sync(2 << 20), rmm::out_of_memory);
+  try {
+    (void)limit.allocate_sync(2 << 20);
+  } catch (rmm::out_of_memory const& e) {
+    CHECK(std::string{e.what()}.find("out_of_memory") != std::string::npos);
+  }
+  CHECK(limit.get_allocation_limit() == (1u << 20));
+  CHECK_THROWS((rmm::mr::pool_memory_resource{cuda, 1000}), rmm::logic_error);
+  rmm::mr::tracking_resource_adaptor tracking{cuda};
+  void* q = tracking.allocate_sync(300);
+  CHECK(tracking.get_allocated_bytes() == 300);
+  tracking.deallocate_sync(q, 300);
+  rmm::mr::aligned_resource_adaptor aligned{cuda, 4096};
+  void* a = aligned.allocate_sync(100, 4096);
+  CHECK(reinterpret_cast<std::uintptr_t>(a) % 4096 == 0);
+  aligned.deallocate_sync(a, 100, 4096);
+  rmm::mr::fixed_size_memory_resource fixed{cuda, 8 << 20, 4};
+  CHECK(fixed.get_block_size() == (8u << 20));
+  rmm::mr::binning_memory_resource binning{cuda, 18, 20};
+  binning.add_bin(8 << 20, fixed);
+  void* b = binning.allocate_sync(6 << 20);
+  binning.deallocate_sync(b, 6 << 20);
+  rmm::mr::arena_memory_resource arena{cuda, 64 << 20};
+  rmm::mr::thread_safe_resource_adaptor ts{arena};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&ts] {
+      for (int i = 0; i < 100; ++i) {
+        void* x = ts.allocate_sync(1000 + i);
+        ts.deallocate_sync(x, 1000 + i);
+      }
+    });
+  }
+  for (auto& t : threads) { t.join(); }
+  int calls = 0;
+  rmm::mr::failure_callback_resource_adaptor fc{limit,
+                                                [](std::size_t, void* arg) {
+                                                  ++*static_cast<int*>(arg);
+                                                  return false;
+                                                },
+                                                &calls};
+  CHECK_THROWS(fc.allocate_sync(4 << 20), rmm::out_of_memory);
+  CHECK(calls == 1);
+  rmm::mr::callback_memory_resource cb{
+      [&cuda](std::size_t n, rmm::cuda_stream_view s, void*) { return cuda.allocate(s, n); },
+      [&cuda](void* ptr, std::size_t n, rmm::cuda_stream_view s, void*) { cuda.deallocate(s, ptr, n); }};
+  void* c = cb.allocate_sync(64);
+  CHECK(c != nullptr);
+  cb.deallocate_sync(c, 64);
+  // Equality: copies share one resource; two cuda resources are equal.
+  rmm::mr::cuda_memory_resource cuda2;
+  CHECK(cuda == cuda2);
+  rmm::mr::pool_memory_resource pool1{cuda, 0}, pool2{cuda, 0};
+  auto pool1_copy = pool1;
+  CHECK(pool1 == pool1_copy && pool1 != pool2);
+  rmm::cuda_stream_pool streams{4};
+  CHECK(streams.get_pool_size() == 4 && streams.get_stream(1) == streams.get_stream(5));
+  CHECK(rmm::get_current_cuda_device().value() >= 0);
+}
+
+// What RMM 26.08's tests use beyond the resources: containers over simulated
+// memory, a cuda_stream where CCCL takes a stream_ref, the failure adaptor
+// over another exception type, the tracking adaptor's pointer map.
+static void test_containers_and_26_08_names() {
+  rmm::mr::cuda_memory_resource cuda;
+  rmm::cuda_stream stream;
+  cuda::stream_ref ref = stream;  // RMM: cuda_stream converts to stream_ref
+  void* p = cuda.allocate(stream, 256);
+  cuda.deallocate(ref, p, 256);
+
+  rmm::device_uvector<int> v(100, stream, cuda);
+  CHECK(v.size() == 100 && v.capacity() == 100 && !v.is_empty());
+  for (int i = 0; i < 100; ++i) {
+    int const x = i * 3;
+    v.set_element(static_cast<std::size_t>(i), x, stream);
+  }
+  CHECK(v.element(7, stream) == 21 && v.front_element(stream) == 0 && v.back_element(stream) == 297);
+  v.set_element_to_zero_async(7, stream);
+  CHECK(v.element(7, stream) == 0);
+  CHECK_THROWS(v.element(100, stream), rmm::out_of_range);
+  v.resize(200, stream);
+  CHECK(v.size() == 200 && v.element(99, stream) == 297);
+  rmm::device_uvector<int> w(v, stream, cuda);
+  CHECK(w.size() == 200 && w.element(50, stream) == 150);
+  cuda::std::span<int const> sp = w;
+  CHECK(sp.size() == 200 && sp.data() == w.data());
+  rmm::device_buffer released = w.release();
+  CHECK(released.size() == 200 * sizeof(int) && w.size() == 0);
+
+  int const init = 42;
+  rmm::device_scalar<int> sc{init, stream, cuda};
+  CHECK(sc.value(stream) == 42 && sc.size() == 1);
+  sc.set_value_to_zero_async(stream);
+  CHECK(sc.value(stream) == 0);
+
+  rmm::mr::managed_memory_resource managed;
+  rmm::device_buffer mb{4096, stream, managed};
+  rmm::prefetch(mb.data(), mb.size(), rmm::get_current_cuda_device(), stream);
+  CHECK(!rmm::process_is_exiting());
+
+  rmm::mr::polymorphic_allocator<int> pa{cuda};
+  int* q = pa.allocate(10, stream);
+  CHECK(q != nullptr);
+  pa.deallocate(q, 10, stream);
+  rmm::mr::polymorphic_allocator<double> pb{pa};
+  CHECK(pa == pb);
+  rmm::mr::stream_allocator_adaptor<rmm::mr::polymorphic_allocator<int>> sa{pa, stream};
+  int* r = sa.allocate(4);
+  sa.deallocate(r, 4);
+
+  // failure_callback_resource_adaptor<bad_alloc> catches a bad_alloc the
+  // upstream throws (librmmgo's own loop catches out_of_memory only).
+  rmm::mr::limiting_resource_adaptor limit{cuda, 1 << 20};
+  int calls = 0;
+  rmm::mr::failure_callback_resource_adaptor<rmm::bad_alloc> fc{limit,
+                                                                [](std::size_t, void* arg) {
+                                                                  return ++*static_cast<int*>(arg) < 3;
+                                                                },
+                                                                &calls};
+  CHECK_THROWS(fc.allocate_sync(4 << 20), rmm::bad_alloc);
+  CHECK(calls == 3);
+  void* f = fc.allocate_sync(1024);
+  fc.deallocate_sync(f, 1024);
+  CHECK(fc.get_upstream_resource() == rmm::device_async_resource_ref{limit});
+
+  rmm::mr::tracking_resource_adaptor tr{cuda, true};
+  void* t1 = tr.allocate_sync(1000);
+  void* t2 = tr.allocate(stream, 2000);
+  CHECK(tr.get_outstanding_allocations().size() == 2 && tr.get_allocated_bytes() == 3000);
+  CHECK(tr.get_outstanding_allocations().at(t2).allocation_size == 2000 &&
+        tr.get_outstanding_allocations().at(t1).strace != nullptr);
+  tr.deallocate_sync(t1, 1000);
+  tr.deallocate(stream, t2, 2000);
+  CHECK(tr.get_outstanding_allocations().empty() && tr.get_allocated_bytes() == 0);
+  stream.synchronize();
+}
+
+int main() {
+  test_pool_is_current_everywhere();
+  test_containers_and_26_08_names();
+  test_user_resource_over_any_resource();
+  test_adaptors_and_errors();
+  std::printf("rmm_api_test: %d checks passed, %d failed\n", passed, failed);
+  std::printf("%d passed, %d failed\n", failed == 0 ? 1 : 0, failed == 0 ? 0 : 1);
+  return failed == 0 ? 0 : 1;
+}
