@@ -8,8 +8,9 @@ bytearray otherwise.
 
 import ctypes
 import pickle
-import threading
 from ctypes import c_void_p
+from functools import partial as _partial
+from operator import attrgetter as _attrgetter
 from operator import index as _index
 
 from . import _bindings as _b
@@ -99,29 +100,23 @@ def _device_array(obj):
     return int(cai["data"][0] or 0), n
 
 
-# Allocation that a KeyboardInterrupt cannot make lose its block (issue 24).
-# Python checks for signals right after a call returns (and between other
-# bytecodes), so a pointer a C call *returns* is lost when SIGINT arrived
-# during the call: the interrupt is raised before the result is stored. So
-# the library writes the pointer into a per-thread cell (rmm_allocate's out
-# parameter) and the caller takes it from there in a `finally`, which runs
-# whether or not an interrupt was raised after the call; the cell is never
-# shared between threads (ctypes lets the GIL go during the call).
+# Allocation and free that a KeyboardInterrupt cannot make lose a block
+# (issue 24). Python checks for signals right after a call returns (and
+# between other bytecodes), so a pointer a C call *returns* is lost when
+# SIGINT arrived during the call, and a Python __del__ checks as it starts,
+# so an interrupt there skipped the free. So each buffer has a cell of its
+# own that the library writes the pointer into (rmm_allocate's out
+# parameter), and, made before the allocation, its free bound to that cell
+# (_release: functools.partial of rmm_deallocate_direct, C all the way);
+# __del__ runs no Python code (see DeviceBuffer.__del__).
 _allocate = _lib["rmm_allocate"]  # a function object of its own: no errcheck
 _allocate.restype = ctypes.c_int
-_allocate.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]  # (mr, stream, bytes, alignment, &ptr)
+# (mr, stream, bytes, alignment, &ptr): a c_void_p passed for &ptr is passed by reference.
+_allocate.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p, ctypes.POINTER(c_void_p)]
 _ALIGNMENT = 256
-
-
-class _Cell(threading.local):
-    """The calling thread's landing cell for rmm_allocate, and its address."""
-
-    def __init__(self):
-        self.cell = c_void_p()
-        self.addr = ctypes.addressof(self.cell)
-
-
-_cell = _Cell()
+# What a buffer that holds no memory runs when it goes: a C callable that
+# does nothing.
+_NOTHING = int
 
 
 class DeviceBuffer:
@@ -141,20 +136,19 @@ class DeviceBuffer:
     address that is neither its memory nor mapped host memory.
     """
 
-    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "__weakref__")
+    __slots__ = ("_ptr", "_size", "_capacity", "_mr", "_stream", "_release", "__weakref__")
 
-    # The allocation path, bound here (not looked up as module globals, so
-    # that __del__ works even late in interpreter shutdown): one C call to
-    # allocate (rmm_allocate, into the thread's cell: see _Cell) and one to
-    # free, and for the current resource one more that stays in C (the token
-    # that the kept resource is looked up by).
+    # The allocation path, bound here: one C call to allocate (rmm_allocate,
+    # into the buffer's own cell: see _take) and one to free (_release), and
+    # for the current resource one more that stays in C (the token that the
+    # kept resource is looked up by).
     _alloc = _allocate
-    _cell = _cell
     _free = _lib.rmm_deallocate_direct
     _token = _mr._token
     _current = _mr._current_by_token
 
     def __init__(self, *, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None):
+        self._release = _NOTHING
         if stream.__class__ is not Stream:
             stream = as_stream(stream)
         if size.__class__ is not int or size < 0 or size > _SIZE_MAX:
@@ -175,15 +169,7 @@ class DeviceBuffer:
             self._ptr = 0
             return
         self._ptr = 0
-        c = self._cell
-        cell = c.cell
-        try:
-            st = self._alloc(mr._handle, stream._handle, size, _ALIGNMENT, c.addr)
-        finally:
-            # Owned from here on, even when SIGINT is raised at the call's
-            # return: __del__ frees it.
-            self._ptr = cell.value or 0
-            cell.value = None
+        st = _take(self, mr._handle, stream._handle, size)
         if st:
             _allocation_failed(self, size, status=st)
         p = self._ptr
@@ -192,16 +178,13 @@ class DeviceBuffer:
             if stream.is_default():
                 _lib.rmm_stream_synchronize(stream._handle)
 
-    def __del__(self):
-        # Frees exactly once: _ptr is cleared before the call (and never set
-        # when __init__ failed before allocating).
-        try:
-            p = self._ptr
-        except AttributeError:  # __init__ did not get far
-            return
-        if p:
-            self._ptr = 0
-            self._free(self._mr._handle, self._stream._handle, p, self._capacity)
+    # The finalizer runs no Python code, so that no interrupt can stop it
+    # between the buffer's death and the free: looking __del__ up calls the
+    # property's getter, a C function, with the buffer, and what it returns
+    # is called with no arguments: _release (the free bound to the buffer's
+    # cell), or _NOTHING. A Python __del__ checks for pending signals as it
+    # starts: a KeyboardInterrupt there skipped the free and lost the block.
+    __del__ = property(_attrgetter("_release"))
 
     # -- properties
 
@@ -333,32 +316,31 @@ class DeviceBuffer:
         new_capacity = as_size_t(new_capacity, "new_capacity")
         if new_capacity <= self._capacity:
             return
-        c = self._cell
-        cell = c.cell
-        p = 0
-        try:
-            try:
-                st = self._alloc(self._mr._handle, s._handle, new_capacity, _ALIGNMENT, c.addr)
-            finally:
-                p = cell.value or 0
-                cell.value = None
-            if st:
-                _allocation_failed(None, new_capacity, "DeviceBuffer.reserve", status=st)
-            if self._size:
-                _lib.rmm_memcpy(p, self._ptr, self._size, s._handle)
-        except BaseException:
-            # The copy failed or was interrupted: the new block is nobody's.
-            if p:
-                self._free(self._mr._handle, s._handle, p, new_capacity)
-            raise
-        old, old_cap, old_stream = self._ptr, self._capacity, self._stream
-        self._ptr, self._capacity, self._stream = p, new_capacity, s
-        if old:
-            # Freed in stream order on the copy's stream, after the copy.
-            st = self._free(self._mr._handle, s._handle, old, old_cap)
-            if st:
-                _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
-        del old_stream
+        # The new block belongs to a buffer of its own until the two swap,
+        # so that an interrupt anywhere loses neither block (it frees what it
+        # holds when it goes).
+        new = _new_buffer(DeviceBuffer)
+        new._release = _NOTHING
+        new._mr, new._stream, new._ptr = self._mr, s, 0
+        new._size = new._capacity = new_capacity
+        st = _take(new, self._mr._handle, s._handle, new_capacity)
+        if st:
+            _allocation_failed(new, new_capacity, "DeviceBuffer.reserve", status=st)
+        if self._size:
+            _lib.rmm_memcpy(new._ptr, self._ptr, self._size, s._handle)
+        # The old block is freed in stream order on the copy's stream, after
+        # the copy.
+        old_free = _partial(self._free, self._mr._handle, s._handle, self._ptr, self._capacity) if self._ptr else _NOTHING
+        # The swap: loads and stores only, no call (where an interrupt could
+        # land).
+        self._ptr, self._capacity, self._stream, self._release, new._ptr, new._release = (
+            new._ptr, new._capacity, new._stream, new._release, self._ptr, old_free)
+        free = new._release
+        new._release = _NOTHING
+        st = free()
+        del new
+        if st:
+            _b.raise_for_status(st, "DeviceBuffer.reserve: cannot free the old memory")
 
     def resize(self, new_size, stream=DEFAULT_STREAM):
         """Change the size; shrinking keeps the allocation, growing reallocates and copies."""
@@ -409,6 +391,22 @@ def _allocation_failed(buf, size, what="DeviceBuffer", status=None):
 _new_buffer = object.__new__
 
 
+def _take(buf, h, sh, size):
+    """Allocate size bytes for buf (whose _ptr is 0 and _release _NOTHING)
+    from resource handle h on stream handle sh; rmm_allocate's status.
+
+    The pointer lands in a cell of buf's own, which buf's _release, made
+    before the allocation, frees: an interrupt at any point (at the
+    allocation's return above all, before the pointer is stored in
+    Python) leaves the block with buf, freed when buf goes.
+    """
+    cell = c_void_p()
+    buf._release = _partial(_free, h, sh, cell, size)
+    st = _alloc(h, sh, size, _ALIGNMENT, cell)
+    buf._ptr = cell.value or 0
+    return st
+
+
 def _buffer(size, stream, mr=None):
     """DeviceBuffer(size=size, stream=stream, mr=mr) for the package's allocators.
 
@@ -418,6 +416,7 @@ def _buffer(size, stream, mr=None):
     cost), for the CuPy allocator's per-allocation path.
     """
     buf = _new_buffer(DeviceBuffer)
+    buf._release = _NOTHING
     if mr is None:
         tok = _token()
         mr = _current.get(tok)
@@ -429,19 +428,14 @@ def _buffer(size, stream, mr=None):
     buf._ptr = 0
     if not size:
         return buf
-    c = _cell
-    cell = c.cell
-    try:
-        st = _alloc(mr._handle, stream._handle, size, _ALIGNMENT, c.addr)
-    finally:
-        buf._ptr = cell.value or 0  # owned: see DeviceBuffer.__init__
-        cell.value = None
+    st = _take(buf, mr._handle, stream._handle, size)
     if st:
         _allocation_failed(buf, size, status=st)
     return buf
 
 
 _alloc = DeviceBuffer._alloc
+_free = DeviceBuffer._free
 _token = DeviceBuffer._token
 _current = DeviceBuffer._current
 
