@@ -236,6 +236,9 @@ func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool)
 	if !over {
 		return upDeallocate(a.upstream, s, ptr, bytes, alignment, sync)
 	}
+	if err := lentHere(kindAligned, a, ptr); err != nil {
+		return err // a chunk a sub-allocator over this adaptor holds (lent_blocks.go)
+	}
 	n, _ := upstreamSize(bytes, eff)
 	// Take the pointer out of the map before the upstream frees it: once
 	// freed, the upstream may hand the same address to another goroutine,
@@ -257,4 +260,13 @@ func (a *Aligned) deallocate(s Stream, ptr, bytes, alignment uintptr, sync bool)
 		return err
 	}
 	return nil
+}
+
+// overAligned reports whether ptr is an over-aligned block of a: its
+// address is not the upstream allocation's (lendChunk).
+func (a *Aligned) overAligned(ptr uintptr) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.origins[ptr]
+	return ok
 }

@@ -943,6 +943,9 @@ func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr
 	if err := subFreeRefused(kindArena, ptr, bytes, alignment); err != nil {
 		return err
 	}
+	if err := lentHere(kindArena, a, ptr); err != nil {
+		return err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindArena, bytes, alignment); err != nil {
 			return err

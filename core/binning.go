@@ -345,6 +345,9 @@ func (b *Binning) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintp
 	if bytes == 0 || !freeAlignmentOK(alignment) {
 		return subFreeRefused(kindBinning, ptr, bytes, alignment)
 	}
+	if err := lentHere(kindBinning, b, ptr); err != nil {
+		return err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
 			return err
@@ -388,6 +391,9 @@ func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	}
 	if bytes == 0 || !freeAlignmentOK(alignment) {
 		return subFreeRefused(kindBinning, ptr, bytes, alignment)
+	}
+	if err := lentHere(kindBinning, b, ptr); err != nil {
+		return err // a chunk another sub-allocator holds (lent_blocks.go)
 	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {

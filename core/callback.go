@@ -89,10 +89,21 @@ func (c *Callback) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	return c.Allocate(DefaultStream, bytes, alignment)
 }
 
-// Deallocate calls the deallocate function; 0 or zero bytes is a no-op.
+// Deallocate calls the deallocate function; ptr 0 is a no-op. A pointer
+// with size 0 is refused (no allocation of 0 bytes has one), and so is a
+// chunk a sub-allocator over this resource holds (lent_blocks.go).
 func (c *Callback) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 || bytes == 0 {
+	if ptr == 0 {
 		return nil
+	}
+	if bytes == 0 {
+		return fmt.Errorf("%s: %w: deallocating %#x with size 0, but a zero-byte allocation returns NULL: free a block with the size it was allocated with", kindCallback, ErrInvalidArgument, ptr)
+	}
+	if !freeAlignmentOK(alignment) {
+		return errFreeAlignment(kindCallback, ptr, alignment)
+	}
+	if err := lentHere(kindCallback, c, ptr); err != nil {
+		return err
 	}
 	return c.callDealloc(ptr, bytes, s)
 }

@@ -542,6 +542,9 @@ func (e *Expandable) deallocateUnclaimed(stream Stream, ptr, bytes, alignment ui
 	if err := subFreeRefused(kindExpandable, ptr, bytes, alignment); err != nil {
 		return err
 	}
+	if err := lentHere(kindExpandable, e, ptr); err != nil {
+		return err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {
 			return err

@@ -159,6 +159,9 @@ func (e *External) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
 	}
+	if err := lentHere(e.Kind(), e, ptr); err != nil {
+		return err // a chunk a sub-allocator over this resource holds (lent_blocks.go)
+	}
 	return e.fn.Deallocate(s, ptr, bytes, alignment)
 }
 
@@ -167,6 +170,9 @@ func (e *External) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 func (e *External) DeallocateSync(ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
 		return nil
+	}
+	if err := lentHere(e.Kind(), e, ptr); err != nil {
+		return err
 	}
 	if e.fn.DeallocateSync == nil {
 		return e.fn.Deallocate(DefaultStream, ptr, bytes, alignment)

@@ -712,6 +712,9 @@ func (f *FixedSize) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uin
 	if err := subFreeRefused(kindFixedSize, ptr, bytes, alignment); err != nil {
 		return err
 	}
+	if err := lentHere(kindFixedSize, f, ptr); err != nil {
+		return err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {
 			return err

@@ -92,8 +92,15 @@ func hostileCases() []hostileCase {
 		require.NoError(t, err)
 		return a
 	}
+	callback := func(t *testing.T, up Resource) Resource {
+		c, err := NewCallback(func(n uintptr, s Stream) (uintptr, error) { return up.Allocate(s, n, DefaultAlignment) },
+			func(p, n uintptr, s Stream) error { return up.Deallocate(s, p, n, DefaultAlignment) })
+		require.NoError(t, err)
+		return c
+	}
 	return []hostileCase{
 		{name: "pool", n: 1000, make: pool},
+		{name: "callback", n: 1000, make: callback},
 		{name: "pool big", n: 3 << 20, make: pool},
 		{name: "expandable", n: 1000, make: expandable},
 		{name: "arena small", n: 1000, make: arena},

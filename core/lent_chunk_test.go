@@ -1,7 +1,6 @@
 package core
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,9 +30,8 @@ func TestLentChunkRefused(t *testing.T) {
 		},
 	}
 	for _, c := range baseCases {
-		if strings.HasPrefix(c.kind, "cuda_async") {
-			continue // their table is in C (asyncpath): not covered
-		}
+		// The cuda_async kinds' table is in C (asyncpath): a lent chunk's
+		// record leaves it while lent (lent_blocks.go).
 		for name, make := range subs {
 			t.Run(c.kind+"/"+name, func(t *testing.T) {
 				r := c.runtimeFor(t)
@@ -67,4 +65,100 @@ func TestLentChunkRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestLentChunkRefusedBeyondBaseTables: a chunk taken from a resource that
+// keeps no base table was still freed through it (issue 24, after
+// TestLentChunkRefused): a pool over a pool (the outer pool's chunk is a
+// block of the inner one), over an aligned adaptor that over-aligned the
+// chunk, over a callback resource. Each refuses it now, and hands out
+// nothing inside it; the sub-allocator still gives it back.
+func TestLentChunkRefusedBeyondBaseTables(t *testing.T) {
+	r := testRuntime(t)
+	cuda, err := newCuda(r)
+	require.NoError(t, err)
+	inner, err := newPool(r, cuda, PoolOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, inner.Close()) }()
+	arena, err := newArena(r, cuda, ArenaOptions{ArenaSize: 16 << 20})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, arena.Close()) }()
+	bin, err := newBinning(r, cuda, -1, -1)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, bin.Close()) }()
+	exp, err := newExpandable(r, ExpandableOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, exp.Close()) }()
+	al, err := NewAligned(cuda, 4096, 0)
+	require.NoError(t, err)
+	cb, err := NewCallback(func(n uintptr, s Stream) (uintptr, error) { return cuda.Allocate(s, n, DefaultAlignment) },
+		func(p, n uintptr, s Stream) error { return cuda.Deallocate(s, p, n, DefaultAlignment) })
+	require.NoError(t, err)
+	st, err := NewStatistics(inner)
+	require.NoError(t, err)
+	const n = 4 << 20 // an empty pool grows by exactly a 4 MiB request
+	for _, c := range []struct {
+		name string
+		up   Resource
+		via  []Resource // where the free is tried
+	}{
+		{"pool", inner, []Resource{inner}},
+		{"statistics over a pool", st, []Resource{st, inner}},
+		{"arena", arena, []Resource{arena}},
+		{"binning", bin, []Resource{bin}},
+		{"expandable", exp, []Resource{exp}},
+		{"aligned", al, []Resource{al}},
+		{"callback", cb, []Resource{cb}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n0, b0 := BaseAllocations()
+			pool, err := newPool(r, c.up, PoolOptions{})
+			require.NoError(t, err)
+			p, err := pool.Allocate(DefaultStream, n, DefaultAlignment)
+			require.NoError(t, err)
+			for _, v := range c.via {
+				err := v.Deallocate(DefaultStream, p, n, DefaultAlignment)
+				requireIs(t, err, ErrInvalidPointer, "freed through ", v.Kind())
+				assert.Contains(t, err.Error(), "holds it")
+			}
+			q, err := c.up.Allocate(DefaultStream, n, DefaultAlignment)
+			require.NoError(t, err)
+			assert.False(t, q < p+n && p < q+n, "%s handed out %#x, inside the pool's chunk at %#x", c.name, q, p)
+			require.NoError(t, c.up.Deallocate(DefaultStream, q, n, DefaultAlignment))
+			require.NoError(t, pool.Deallocate(DefaultStream, p, n, DefaultAlignment))
+			require.NoError(t, pool.Close(), "the pool gives its chunk back")
+			if c.up != al && c.up != cb {
+				return
+			}
+			n1, b1 := BaseAllocations()
+			assert.Equal(t, n0, n1)
+			assert.Equal(t, b0, b1)
+		})
+	}
+}
+
+// TestLentChunkCudaAsyncCPath: a pool over a cuda_async resource: the
+// chunk's record is out of the C table while the pool holds it, so that
+// the C path of the C ABI (asyncpath, which frees without Go) refuses it
+// as well as the Go path, and BaseAllocations still counts it.
+func TestLentChunkCudaAsyncCPath(t *testing.T) {
+	r := testRuntime(t)
+	async, err := newCudaAsync(r, CudaAsyncOptions{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, async.Close()) }()
+	n0, b0 := BaseAllocations()
+	pool, err := newPool(r, async, PoolOptions{})
+	require.NoError(t, err)
+	p, err := pool.Allocate(DefaultStream, 4<<20, DefaultAlignment)
+	require.NoError(t, err)
+	assert.False(t, asyncLive.has(p), "the lent chunk's record is out of the C table")
+	n1, b1 := BaseAllocations()
+	assert.Equal(t, n0+1, n1)
+	assert.Equal(t, b0+4<<20, b1)
+	requireIs(t, async.Deallocate(DefaultStream, p, 4<<20, DefaultAlignment), ErrInvalidPointer, "through cuda_async")
+	require.NoError(t, pool.Deallocate(DefaultStream, p, 4<<20, DefaultAlignment))
+	require.NoError(t, pool.Close())
+	n2, b2 := BaseAllocations()
+	assert.Equal(t, n0, n2)
+	assert.Equal(t, b0, b2)
 }

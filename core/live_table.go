@@ -166,9 +166,11 @@ func (s *SAMHeadroom) lendChunk(ptr uintptr, lent bool) { samLive.lend(ptr, lent
 // chunk does, and may fill it: without the mark, a free of that block
 // through the base resource (or an adaptor over it) with the chunk's size
 // freed the chunk while the sub-allocator still held it, and the base
-// resource handed the same memory out again. Nothing when the chain
-// reaches another sub-allocator first (its blocks are not base
-// allocations) or a resource that records nothing.
+// resource handed the same memory out again. When the chain reaches
+// another sub-allocator first (its blocks are not base allocations), an
+// aligned adaptor that over-aligned the chunk, or a resource with no
+// upstream and no table (a callback resource), that resource refuses the
+// chunk instead (lendBlock, lent_blocks.go).
 func lendChunk(up Resource, ptr uintptr, lent bool) {
 	for r := up; r != nil && !isNil(r); {
 		if l, ok := r.(chunkLender); ok {
@@ -176,10 +178,16 @@ func lendChunk(up Resource, ptr uintptr, lent bool) {
 			return
 		}
 		if _, ok := r.(Cacheable); ok {
+			lendBlock(r, ptr, lent)
+			return
+		}
+		if al, ok := r.(*Aligned); ok && al.overAligned(ptr) {
+			lendBlock(r, ptr, lent)
 			return
 		}
 		a, ok := r.(interface{ Upstream() Resource })
 		if !ok {
+			lendBlock(r, ptr, lent)
 			return
 		}
 		r = a.Upstream()
@@ -193,7 +201,7 @@ func errNotRecorded(kind string, ptr uintptr) error {
 }
 
 func errLent(kind string, ptr uintptr) error {
-	return fmt.Errorf("%s: %w: %#x is a chunk that a live pool, arena or fixed_size resource took from this resource, and that resource holds it: free its blocks through it (nothing was freed)",
+	return fmt.Errorf("%s: %w: %#x is a chunk that a live pool, arena or fixed_size resource took from this resource (or through it), and that resource holds it: free its blocks through it (nothing was freed)",
 		kind, ErrInvalidPointer, ptr)
 }
 
@@ -257,6 +265,9 @@ func (asyncTable) take(kind string, ptr, size uintptr, pool cudart.MemPool) (asy
 	case asyncpath.SizeMismatch:
 		return e, errOtherSize(kind, ptr, size, e.Size)
 	default:
+		if asyncLent(ptr) {
+			return e, errLent(kind, ptr)
+		}
 		return e, errNotRecorded(kind, ptr)
 	}
 }

@@ -22,7 +22,8 @@ func BaseAllocations() (count int, bytes uint64) {
 		bytes += b
 	}
 	n, b := asyncpath.Totals()
-	return count + n, bytes + b
+	ln, lb := asyncLentTotals() // records of lent chunks, out of the C table meanwhile
+	return count + n + ln, bytes + b + lb
 }
 
 // totals counts t's records and their bytes.

@@ -286,6 +286,9 @@ func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr)
 	if err := subFreeRefused(kindPool, ptr, bytes, alignment); err != nil {
 		return err
 	}
+	if err := lentHere(kindPool, p, ptr); err != nil {
+		return err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
 	if !subRequestOK(bytes, alignment) {
 		if err := rejectRequest(kindPool, bytes, alignment); err != nil {
 			return err
