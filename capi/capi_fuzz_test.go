@@ -74,6 +74,7 @@ type fzHandle struct {
 	alignment  uint64 // aligned: the alignment and the threshold
 	threshold  uint64
 	logFile    string
+	zeros      int // statistics: zero-byte allocations through it, not freed
 }
 
 func (h *fzHandle) total() int {
@@ -354,6 +355,7 @@ func (s *fzState) check() {
 		case kStatistics:
 			b, c, st := statisticsValues(h.h)
 			s.expectStatus("rmm_statistics_get", st, testStatusSuccess)
+			count += uint64(h.zeros) // zero-byte allocations count, as in RMM
 			if uint64(b) != bytes || uint64(c) != count {
 				s.fatalf("statistics handle %d counts %d bytes in %d allocations, the model %d in %d", i, b, c, bytes, count)
 			}
@@ -477,6 +479,83 @@ func (s *fzState) liveAlloc(b byte) int {
 	return c[int(b)%len(c)]
 }
 
+// zero allocates 0 bytes through handle i, or frees such an allocation
+// (NULL, 0): success and NULL on every kind; a statistics adaptor counts
+// one allocation of 0 bytes and its free uncounts it, as RMM's does.
+func (s *fzState) zero(i int, free bool) {
+	h := s.hs[i]
+	if free && h.zeros > 0 {
+		s.expectStatus("freeing a zero-byte allocation", rmm_deallocate(toHandle(h.h), nil, nil, 0, 256), testStatusSuccess)
+		h.zeros--
+	} else {
+		var p unsafe.Pointer
+		s.expectStatus("allocating 0 bytes", rmm_allocate(toHandle(h.h), nil, 0, 256, &p), testStatusSuccess)
+		if p != nil {
+			s.fatalf("allocating 0 bytes through handle %d gave %p", i, p)
+		}
+		if h.kind == kStatistics {
+			h.zeros++
+		}
+	}
+	s.check()
+}
+
+// passThrough reports whether every handle from i down to j (excluded)
+// only passes a free on, keeping nothing about it (logging, prefetch,
+// thread_safe, and an aligned adaptor that did not over-align n bytes).
+func (s *fzState) passThrough(i, j int, n uint64) bool {
+	for ; i >= 0 && i != j; i = s.hs[i].up {
+		switch h := s.hs[i]; h.kind {
+		case kLogging, kPrefetch, kThreadSafe:
+		case kAligned:
+			if s.upstreamSize(i, n) != n {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return i == j
+}
+
+// freeTwoWays frees allocation k through a handle that only passes frees
+// on to the allocation's handle, and then through the allocation's handle
+// (b odd), or the other way round: exactly one of the two frees is
+// accepted (with the thread cache on, a block freed through Go was left
+// LIVE in the cache's table, and the second free handed it out twice).
+func (s *fzState) freeTwoWays(k int, b byte) {
+	a := s.allocs[k]
+	j := -1
+	for n, i := 0, int(b>>1); n < len(s.hs); n, i = n+1, i+1 {
+		c := i % len(s.hs)
+		if c != a.via && !s.hs[c].closed && s.passThrough(c, a.via, a.n) {
+			j = c
+			break
+		}
+	}
+	if j < 0 {
+		return
+	}
+	s.verify(a)
+	if a.stream != 0 {
+		s.expectStatus("rmm_stream_synchronize", rmm_stream_synchronize(toStream(a.stream)), testStatusSuccess)
+	}
+	first, second := toHandle(s.hs[j].h), toHandle(s.hs[a.via].h)
+	if b&1 == 0 {
+		first, second = second, first
+	}
+	x := rmm_deallocate(first, toStream(a.stream), a.p, cSize(a.n), 256)
+	s.expectStatus("the first of two frees", x, testStatusSuccess, testStatusInvalidPointer, testStatusInvalidArg)
+	y := rmm_deallocate(second, toStream(a.stream), a.p, cSize(a.n), 256)
+	if x == testStatusSuccess {
+		s.refuse("a free after the block was freed through another handle", y)
+	} else {
+		s.expectStatus("the second of two frees", y, testStatusSuccess)
+	}
+	s.allocs = append(s.allocs[:k], s.allocs[k+1:]...)
+	s.check()
+}
+
 // refuse fails unless a free the program knows to be wrong was refused.
 func (s *fzState) refuse(what string, st status) {
 	s.t.Helper()
@@ -554,7 +633,9 @@ func FuzzCAPI(f *testing.F) {
 				i := s.pick(next(), nil)
 				n := fzSizes[int(next())%len(fzSizes)]
 				st := stream(next())
-				if i >= 0 && len(s.allocs) < 40 {
+				if i >= 0 && op&0x80 != 0 {
+					s.zero(i, n&1 != 0) // zero bytes: st unused
+				} else if i >= 0 && len(s.allocs) < 40 {
 					s.allocate(i, n, st, op&0x40 != 0)
 				}
 			case 4, 5: // free, perhaps on another stream
@@ -653,9 +734,13 @@ func FuzzCAPI(f *testing.F) {
 					s.dropped(closing)
 				}
 				s.check()
-			case 15: // free through an equal handle
+			case 15: // free through an equal handle, or through a pass-through adaptor over the handle and then the handle
 				if k := s.liveAlloc(next()); k >= 0 {
 					a := s.allocs[k]
+					if op&0x80 != 0 {
+						s.freeTwoWays(k, next())
+						break
+					}
 					j := s.pick(next(), func(h *fzHandle) bool { return h.kind == s.hs[a.via].kind })
 					if j < 0 {
 						break
@@ -693,7 +778,11 @@ func FuzzCAPI(f *testing.F) {
 				if k := s.liveAlloc(next()); k >= 0 {
 					a := s.allocs[k]
 					j := s.pick(next(), func(h *fzHandle) bool { return h.up < 0 && !isSub(h.kind) })
-					if j < 0 || s.through(a.via, j) || s.sharesBase(a.via, j) {
+					// Memory a base resource of j's kind holds for the
+					// allocation's own handle is j's to free (equal
+					// resources); a sub-allocator's block is never j's, not
+					// even one that starts where its chunk does (lent).
+					if j < 0 || !isSub(s.hs[a.owner].kind) && (s.through(a.via, j) || s.sharesBase(a.via, j)) {
 						break
 					}
 					s.refuse("memory of an unrelated resource", rmm_deallocate(toHandle(s.hs[j].h), toStream(a.stream), a.p, cSize(a.n), 256))

@@ -35,6 +35,14 @@ test-fuzz:
 	  $(GO) test $(GOFLAGS) ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $$budget \
 	    -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1; \
 	done
+	@# FuzzCAPI once more with the per-thread cache off (read once per
+	@# process): frees refused with it on must be refused with it off, and
+	@# the other way round. Then its corpus, with the cache off (go test
+	@# runs it with the cache on).
+	@echo "== fuzzing FuzzCAPI for 3000x inputs, RMMGO_THREAD_CACHE=0"
+	RMMGO_THREAD_CACHE=0 $(GO) test $(GOFLAGS) ./capi -run '^$$' -fuzz '^FuzzCAPI$$' -fuzztime 3000x \
+	  -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel 1
+	RMMGO_THREAD_CACHE=0 $(GO) test $(GOFLAGS) -count=1 ./capi -run '^FuzzCAPI$$'
 
 fuzz:
 	@test -n "$(FUZZ)" || { echo "make fuzz FUZZ=<target> [FUZZTIME=10m]; targets: $(FUZZ_TARGETS)"; exit 2; }
