@@ -15,7 +15,8 @@ writes into the --out directory:
   trace.html             torch.cuda._memory_viz.trace_plot(snapshot) (allocations over time,
                          from a PressureResourceAdaptor with history)
   oom.txt                the out-of-memory report of a request that cannot fit, and its
-                         figures, and the pressure callbacks' crossings
+                         figures, the pressure callbacks' crossings, and the report of a
+                         fragmented pool (64 MiB, every other 2 MiB block free, 4 MiB asked)
   stats.txt              rmmgo.allocators.torch.memory_stats() next to torch.cuda.memory_stats()
 
 The pickle also opens at https://pytorch.org/memory_viz (drag and drop), or
@@ -109,7 +110,19 @@ def main():
             rmm.DeviceBuffer(size=int(total * 2))
         except MemoryError as exc:
             f.write("rmmgo raised %s:\n%s\n\nreading: %s\nresources: %r\n\n" % (type(exc).__name__, exc, exc.reading, exc.resources))
-        f.write("pressure crossings (threshold, live, up): %r\n" % crossings)
+        f.write("pressure crossings (threshold, live, up): %r\n\n" % crossings)
+        # A fragmented pool (docs/out-of-memory.md): 64 MiB at most, filled with
+        # 2 MiB blocks, every other one freed, then asked for 4 MiB.
+        MiB = 1 << 20
+        small = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), 64 * MiB, 64 * MiB)
+        bufs = [rmm.DeviceBuffer(size=2 * MiB, mr=small) for _ in range(32)]
+        kept = bufs[1::2]
+        del bufs
+        try:
+            rmm.DeviceBuffer(size=4 * MiB, mr=small)
+        except MemoryError as exc:
+            f.write("a fragmented pool: rmmgo raised %s:\n%s\n" % (type(exc).__name__, exc))
+        del kept
 
     segs = snap["segments"]
     live = sum(b["size"] for s in segs for b in s["blocks"] if b["state"] == "active_allocated")
