@@ -211,18 +211,69 @@ const maxRanges = 4
 // vaRange is one reserved address range.
 type vaRange struct {
 	base, size uintptr
-	handles    []cudart.MemHandle // per granule; 0: unmapped
+	// Per granule: the handle of the physical memory mapped there, on the
+	// first granule of each handle (0 elsewhere), and how many granules
+	// back that first granule lies (0 on it; 0 with no handle: unmapped).
+	// A handle spans up to handleGranules granules.
+	handles []cudart.MemHandle
+	back    []uint8
 }
 
-// handle returns the slot of the granule at a, in whichever range holds
-// it. mu held.
-func (e *Expandable) handle(a uintptr) *cudart.MemHandle {
+// handleGranules bounds the granules one physical allocation spans. CUDA's
+// virtual memory calls cost per handle, not per byte: on an H200 (CUDA 13,
+// docs/expandable.md) mapping 1 GiB as 2 MiB handles took 30 ms and
+// unmapping it 22 ms, as 32 MiB handles 2 ms each, and GPT-2's first
+// training steps map tens of GiB. A large growth maps handles of this many
+// granules; giving back frees only handles whose every granule is free.
+const handleGranules = 16
+
+// bigGrowth is the growth, in granules, from which handles span
+// handleGranules granules: a smaller growth maps a handle per granule, so
+// that memory freed among live blocks goes back granule by granule (the
+// case expandable memory is for); the growths of large tensors, which make
+// up most of what training maps, come in few handles.
+const bigGrowth = 32
+
+// mapping is the handle mapped over the granule at a: its first address,
+// its size and the range's slot of it; size 0 when a is unmapped. mu held.
+func (e *Expandable) mapping(a uintptr) (start, size uintptr, slot *cudart.MemHandle) {
 	for _, r := range e.ranges {
-		if a-r.base < r.size {
-			return &r.handles[(a-r.base)/e.gran]
+		if a-r.base >= r.size {
+			continue
 		}
+		j := int((a - r.base) / e.gran)
+		if r.back[j] == 0 && r.handles[j] == 0 {
+			return 0, 0, nil
+		}
+		j -= int(r.back[j])
+		k := 1
+		for j+k < len(r.back) && int(r.back[j+k]) == k {
+			k++
+		}
+		return r.base + uintptr(j)*e.gran, uintptr(k) * e.gran, &r.handles[j]
 	}
 	panic(fmt.Sprintf("%s: internal error: %#x is in no reserved range", kindExpandable, a))
+}
+
+// setMapping records h as mapped over [at, at+n) (h 0: nothing mapped
+// there). mu held.
+func (e *Expandable) setMapping(at, n uintptr, h cudart.MemHandle) {
+	for _, r := range e.ranges {
+		if at-r.base >= r.size {
+			continue
+		}
+		j := int((at - r.base) / e.gran)
+		r.handles[j] = h
+		for k := 0; k < int(n/e.gran); k++ {
+			if h == 0 {
+				r.back[j+k] = 0
+			} else {
+				r.back[j+k] = uint8(k)
+			}
+		}
+		return
+	}
+	panic(fmt.Sprintf("%s: internal error: %#x is in no reserved range", kindExpandable, at))
 }
 
 // addRange reserves another range of e.reserved bytes and hands it to the
@@ -232,7 +283,8 @@ func (e *Expandable) addRange() error {
 	if err != nil {
 		return vmmError(fmt.Sprintf("%s: reserving %s of address space", kindExpandable, formatBytes(e.reserved)), err)
 	}
-	e.ranges = append(e.ranges, &vaRange{base: base, size: e.reserved, handles: make([]cudart.MemHandle, e.reserved/e.gran)})
+	n := e.reserved / e.gran
+	e.ranges = append(e.ranges, &vaRange{base: base, size: e.reserved, handles: make([]cudart.MemHandle, n), back: make([]uint8, n)})
 	e.nranges.Add(1)
 	e.h.AddReservedChunk(base, e.reserved)
 	return nil
@@ -442,39 +494,44 @@ func (e *Expandable) outOfRoom(size, need uintptr) error {
 		kindExpandable, ErrOutOfMemory, formatBytes(size), formatBytes(e.mapped.Load()), formatBytes(e.maxSize), formatBytes(need))
 }
 
-// mapRange backs [at, at+n) with device memory, one handle per granule,
-// and gives the resource's devices access to it; on failure it leaves the
-// range as it was. mu held.
+// mapRange backs [at, at+n) with device memory, in handles of up to
+// handleGranules granules, and gives the resource's devices access to it;
+// on failure it leaves the range as it was. mu held.
 func (e *Expandable) mapRange(at, n uintptr) error {
-	k := n / e.gran
+	piece := e.gran
+	if n >= bigGrowth*e.gran {
+		piece = e.gran * handleGranules
+	}
 	undo := func(done uintptr) {
-		for j := uintptr(0); j < done; j++ {
-			a := at + j*e.gran
-			hp := e.handle(a)
-			_ = e.vm.MemUnmap(a, e.gran)
+		for off := uintptr(0); off < done; {
+			a, sz, hp := e.mapping(at + off)
+			_ = e.vm.MemUnmap(a, sz)
 			_ = e.vm.MemRelease(*hp)
-			*hp = 0
+			e.setMapping(a, sz, 0)
+			off += sz
 		}
 	}
-	for j := uintptr(0); j < k; j++ {
-		h, err := e.vm.MemCreate(e.gran, e.prop)
+	for off := uintptr(0); off < n; {
+		sz := min(piece, n-off)
+		h, err := e.vm.MemCreate(sz, e.prop)
 		if err != nil {
-			undo(j)
+			undo(off)
 			if errors.Is(err, cudart.ErrMemoryAllocation) {
 				return fmt.Errorf("%s: %w: device %d has no memory for %s more (%s mapped): %w",
 					kindExpandable, ErrOutOfMemory, e.dev, formatBytes(n), formatBytes(e.mapped.Load()), err)
 			}
 			return vmmError(kindExpandable+": making device memory", err)
 		}
-		if err := e.vm.MemMap(at+j*e.gran, e.gran, 0, h); err != nil {
+		if err := e.vm.MemMap(at+off, sz, 0, h); err != nil {
 			_ = e.vm.MemRelease(h)
-			undo(j)
+			undo(off)
 			return vmmError(kindExpandable+": mapping device memory", err)
 		}
-		*e.handle(at + j*e.gran) = h
+		e.setMapping(at+off, sz, h)
+		off += sz
 	}
 	if err := e.vm.MemSetAccess(at, n, e.access...); err != nil {
-		undo(k)
+		undo(n)
 		return vmmError(kindExpandable+": giving access to device memory", err)
 	}
 	e.growths.Add(1)
@@ -484,9 +541,11 @@ func (e *Expandable) mapRange(at, n uintptr) error {
 	return nil
 }
 
-// release gives back every wholly free granule: it takes them out of the
-// heap, synchronizes the device (memory freed in stream order may still be
-// in use by queued work), and unmaps them. mu held.
+// release gives back the memory of every handle whose granules are all
+// free: it takes the wholly free granules out of the heap, synchronizes the
+// device (memory freed in stream order may still be in use by queued
+// work), unmaps and frees the handles that lie wholly in them, and makes
+// the rest free memory again. mu held.
 func (e *Expandable) release() error {
 	spans := e.h.Dig(e.gran)
 	if len(spans) == 0 {
@@ -505,18 +564,36 @@ func (e *Expandable) release() error {
 	}
 	e.h.ApplySync(marks)
 	var errs []error
+	var keep []heap.Span // granules of handles partly live: free memory again
 	for _, sp := range spans {
-		for a := sp.Base; a < sp.Base+sp.Size; a += e.gran {
-			hp := e.handle(a)
-			if err := e.vm.MemUnmap(a, e.gran); err != nil {
-				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
+		end := sp.Base + sp.Size
+		for a := sp.Base; a < end; {
+			start, sz, hp := e.mapping(a)
+			if start < sp.Base || start+sz > end {
+				next := min(start+sz, end)
+				if n := len(keep); n > 0 && keep[n-1].Base+keep[n-1].Size == a {
+					keep[n-1].Size += next - a
+				} else {
+					keep = append(keep, heap.Span{Base: a, Size: next - a})
+				}
+				a = next
+				continue
+			}
+			a = start + sz
+			if err := e.vm.MemUnmap(start, sz); err != nil {
+				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, start), err))
 				continue // stays mapped, in a hole: Close tries again
 			}
 			if err := e.vm.MemRelease(*hp); err != nil {
 				errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
 			}
-			*hp = 0
-			e.mapped.Add(^(e.gran - 1))
+			e.setMapping(start, sz, 0)
+			e.mapped.Add(^(sz - 1))
+		}
+	}
+	for _, sp := range keep {
+		if _, err := e.h.Fill(DefaultStream, sp.Base, sp.Size, 0); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -648,14 +725,14 @@ func (e *Expandable) Close() error {
 			if h == 0 {
 				continue
 			}
-			a := r.base + uintptr(j)*e.gran
-			if err := e.vm.MemUnmap(a, e.gran); err != nil {
+			a, sz, _ := e.mapping(r.base + uintptr(j)*e.gran)
+			if err := e.vm.MemUnmap(a, sz); err != nil {
 				errs = append(errs, vmmError(fmt.Sprintf("%s: unmapping %#x", kindExpandable, a), err))
 			}
 			if err := e.vm.MemRelease(h); err != nil {
 				errs = append(errs, vmmError(kindExpandable+": releasing device memory", err))
 			}
-			r.handles[j] = 0
+			e.setMapping(a, sz, 0)
 		}
 	}
 	e.mapped.Store(0)
