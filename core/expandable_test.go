@@ -731,3 +731,60 @@ func TestExpandableMoreRanges(t *testing.T) {
 	require.NoError(t, e.Close())
 	checkNoLeak(t, s)
 }
+
+// A resource that holds a lot maps large growths in handles of several
+// granules (VMM calls cost per handle), gives back only handles whose every
+// granule is free, keeps the rest as free memory that still serves
+// requests, and leaves nothing behind.
+func TestExpandableLargeHandles(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 16 << 30})
+	e, err := newExpandable(s, ExpandableOptions{})
+	require.NoError(t, err)
+	g := e.Granularity()
+	st := DefaultStream
+
+	// 8 GiB mapped: from here a growth's handles are 32 MiB.
+	base, err := e.Allocate(st, 8<<30, DefaultAlignment)
+	require.NoError(t, err)
+	h0 := s.VirtualMemory().Handles
+	assert.LessOrEqual(t, h0, int((8<<30)/g), "a handle per granule at most")
+
+	// A 512 MiB growth: 16 handles of 32 MiB, not 256 of a granule.
+	big, err := e.Allocate(st, 512*mib, DefaultAlignment)
+	require.NoError(t, err)
+	grew := s.VirtualMemory().Handles - h0
+	assert.LessOrEqual(t, grew, 17, "512 MiB mapped in %d handles", grew)
+	assert.GreaterOrEqual(t, grew, 16)
+
+	// Free the big block but keep 1 MiB live at its start, in the first
+	// handle: giving back frees every handle but the one the live block
+	// shares, whose free granules serve requests again.
+	require.NoError(t, e.Deallocate(st, big, 512*mib, DefaultAlignment))
+	keep, err := e.Allocate(st, 1*mib, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, e.Deallocate(st, base, 8<<30, DefaultAlignment))
+	require.NoError(t, e.Release())
+	mapped := e.PoolSize()
+	assert.LessOrEqual(t, mapped, uintptr(handleGranules)*g, "only the live block's handle stays mapped: %d MiB", mapped>>20)
+	assert.GreaterOrEqual(t, mapped, uintptr(1*mib))
+	assert.Equal(t, int(mapped/(handleGranules*g))+boolInt(mapped%(handleGranules*g) != 0), s.VirtualMemory().Handles)
+	// What stays mapped beside the live block is free memory again.
+	p, err := e.Allocate(st, mapped-2*mib, DefaultAlignment)
+	require.NoError(t, err, "the kept handle's free granules serve a request")
+	assert.Equal(t, mapped, e.PoolSize(), "without mapping more")
+	fillAndCheck(t, s, p, 64<<10, 0x5a, st)
+	require.NoError(t, e.Deallocate(st, p, mapped-2*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(st, keep, 1*mib, DefaultAlignment))
+	require.NoError(t, e.Release())
+	assert.Zero(t, e.PoolSize())
+	assert.Zero(t, s.VirtualMemory().Handles)
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
