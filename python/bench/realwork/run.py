@@ -46,6 +46,7 @@ allocator's step time.
   python3 python/bench/realwork/run.py --quick --out /tmp/realwork    # ~4-5 min on an H200
   python3 python/bench/realwork/run.py --workloads gpt2-train --allocators torch,rmm-expandable
   python3 python/bench/realwork/run.py --max-batch --out /tmp/mb      # slow: largest GPT-2 batch per allocator
+  python3 python/bench/realwork/run.py --quick --no-stats --out /tmp/t  # time only: rmmgo without the statistics adaptor
 
 Writes OUT/results.json (every case), OUT/table.md and OUT/<case>.json; prints
 the table and one JSON line per case. rmmgo must be importable (PYTHONPATH=python
@@ -111,6 +112,8 @@ def parse_args(argv):
     ap.add_argument("--max-batch", action="store_true",
                     help="instead: the largest GPT-2 training batch at seq 1024 per allocator (binary search, a process per probe; slow)")
     ap.add_argument("--max-batch-limit", type=int, default=256, help="--max-batch: the largest batch tried")
+    ap.add_argument("--no-stats", action="store_true",
+                    help="rmmgo without the statistics adaptor on top: time only, no peak live (what a user runs)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # internal: run one case, write JSON to this path
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--allocator", default=None, help=argparse.SUPPRESS)
@@ -167,6 +170,8 @@ def run_case(a, workload, allocator, steps, batch=None):
            "--allocator", allocator, "--steps", str(steps), "--seed", str(a.seed)]
     if batch is not None:
         cmd += ["--batch", str(batch)]
+    if a.no_stats:
+        cmd += ["--no-stats"]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, env=worker_env(allocator), capture_output=True, text=True, timeout=a.timeout)
@@ -339,9 +344,10 @@ def write_results(a, records, t0):
 # ---------------------------------------------------------------- the worker
 
 class Rmm:
-    """The rmmgo resource of an allocator name, with a statistics adaptor on top."""
+    """The rmmgo resource of an allocator name, with a statistics adaptor on
+    top unless stats is false (then peak live is not known)."""
 
-    def __init__(self, allocator):
+    def __init__(self, allocator, stats=True):
         import rmmgo.mr as mr
         self.kind = allocator
         if allocator == "rmm-pool":
@@ -361,12 +367,12 @@ class Rmm:
             self.pool = None
         else:
             raise ValueError(allocator)
-        self.stats = mr.StatisticsResourceAdaptor(self.res)
-        mr.set_current_device_resource(self.stats)
+        self.stats = mr.StatisticsResourceAdaptor(self.res) if stats else None
+        mr.set_current_device_resource(self.stats if stats else self.res)
         self._cudart = None
 
     def peak_live(self):
-        return self.stats.allocation_counts.peak_bytes
+        return None if self.stats is None else self.stats.allocation_counts.peak_bytes
 
     def reserved(self):
         if self.pool is not None:
@@ -473,7 +479,7 @@ def run_worker(a, rec):
     rmm = None
     counter = None
     if alloc.startswith("rmm"):
-        rmm = Rmm(alloc)  # the current device resource, which both frameworks' rmmgo allocators use
+        rmm = Rmm(alloc, stats=not a.no_stats)  # the current device resource, which both frameworks' rmmgo allocators use
         if is_cupy:
             from rmmgo.allocators.cupy import rmm_cupy_allocator
             cupy.cuda.set_allocator(rmm_cupy_allocator)
