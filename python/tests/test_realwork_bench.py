@@ -26,6 +26,7 @@ def test_parse_args():
     assert a.workloads == [w for w in rw.WORKLOADS if w != "gpt2-generate"], "--quick leaves the long one out"
     assert rw.parse_args(["--out", "x"]).workloads == rw.WORKLOADS
     assert rw.steps_for(a, "gpt2-train") == rw.STEPS["gpt2-train"][1]
+    assert not a.no_stats and rw.parse_args(["--no-stats"]).no_stats
     a = rw.parse_args(["--allocators", "all", "--workloads", "cupy-pipeline", "--steps", "7"])
     assert a.allocators == rw.ALLOCATORS and rw.steps_for(a, "cupy-pipeline") == 7
     for bad in (["--workloads", "bert"], ["--allocators", "jemalloc"], ["--steps", "0"]):
