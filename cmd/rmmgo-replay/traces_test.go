@@ -49,9 +49,10 @@ var traceBounds = []traceBound{
 	// PyTorch's expandable_segments holds 1.01x on the GPU.
 	{"expandable", 1.05, map[string]float64{"gpt2-train": 1.02, "resnet50-train": 1.03, "cupy-pipeline": 1.05}, nil},
 	{"expandable:threshold=0", 1.05, map[string]float64{"gpt2-train": 1.01, "resnet50-train": 1.02, "cupy-pipeline": 1.02}, nil},
-	// The driver's pool held 1.03x on gpt2-train on the H100; the simulated
-	// pool reuses physical memory as it does (cudart/sim/pool.go).
-	{"cuda_async", 1.05, map[string]float64{"gpt2-train": 1.02, "resnet50-train": 1.02, "cupy-pipeline": 1.02}, nil},
+	// The driver's pool held 1.03x, 1.02x and 1.16x on an H200; the
+	// simulated pool reuses physical memory in 64 MiB groups, the model that
+	// comes closest (cudart/sim/pool.go, simUnmapGranules).
+	{"cuda_async", 1.05, map[string]float64{"gpt2-train": 1.02, "resnet50-train": 1.02, "cupy-pipeline": 1.09}, nil},
 	// The arena never grows: sized at 1.1x the log's peak live, it should
 	// fail no request its free bytes could hold.
 	{"arena:arena=1.1x", 0, map[string]float64{"gpt2-train": 1.10, "resnet50-train": 1.10, "cupy-pipeline": 1.10},

@@ -18,14 +18,16 @@ import (
 //   - Physical memory is mapped into the chunks in 2 MiB granules, and
 //     reserved memory counts what is mapped, as the driver's pool counts
 //     it. When the pool must grow (no free block holds a request), it first
-//     unmaps every granule that lies wholly in free memory, anywhere in its
-//     chunks, so that the new chunk reuses that physical memory rather than
-//     adding to it; a later allocation that lands on unmapped granules maps
-//     them again. A chunk whose granules are all unmapped and free is given
-//     back (its addresses too). On an H100 this is what the driver's pool
-//     does in effect: the gpt2-train log of bench/traces replayed with
-//     cuda_async holds 1.03x its peak live there, where a pool that reuses
-//     memory only inside its chunks (this simulator before) holds 1.42x.
+//     unmaps every group of 32 granules (64 MiB, aligned in its chunk) that
+//     lies wholly in free memory, anywhere in its chunks, so that the new
+//     chunk reuses that physical memory rather than adding to it; a later
+//     allocation that lands on unmapped granules maps them again. A chunk
+//     whose granules are all unmapped and free is given back (its addresses
+//     too). This is the model closest to what the driver's pool does in
+//     effect on the logs of bench/traces (simUnmapGranules): a pool that
+//     reuses memory only inside its chunks holds 1.42x on gpt2-train where
+//     the driver holds 1.03x, one that unmaps granule by granule 1.01x on
+//     every log where the driver holds up to 1.16x.
 //   - FreeAsync returns a block to the pool when its stream reaches the free;
 //     from then on any allocation may reuse it. Free returns it at once.
 //   - At every synchronization (stream, event or device), a pool holding
@@ -95,10 +97,21 @@ func (s *Runtime) chunkOf(p *simPool, a uintptr) *simBlock {
 	return p.chunks[top.start]
 }
 
-// unmapFree unmaps every granule of p that lies wholly in free memory,
-// giving its physical memory back to the device (the pool reuses it for
-// what it maps next), and gives back the chunks left wholly free and
-// unmapped. s.mu held.
+// simUnmapGranules is how many granules the pool unmaps together: a group
+// of this many (aligned in its chunk; a chunk's last group may be short)
+// goes back only when it lies wholly in free memory. Calibrated on the
+// replays of bench/traces with cuda_async on an H200 (CUDA 13; docs/
+// benchmarks.md): the driver held 1.03x, 1.02x and 1.16x the peak live
+// bytes of gpt2-train, resnet50-train and cupy-pipeline; granule by granule
+// this model held 1.01x on all three, 32 granules (64 MiB) 1.02x, 1.01x and
+// 1.09x, 64 granules 1.07x, 1.03x, 1.08x. The driver's rule is not
+// documented: this is the model that comes closest, not the driver's.
+const simUnmapGranules = 32
+
+// unmapFree unmaps every group of simUnmapGranules granules of p that lies
+// wholly in free memory, giving its physical memory back to the device (the
+// pool reuses it for what it maps next), and gives back the chunks left
+// wholly free and unmapped. s.mu held.
 func (s *Runtime) unmapFree(p *simPool) {
 	r := s.backing(p)
 	used, _ := s.budget(r)
@@ -109,12 +122,19 @@ func (s *Runtime) unmapFree(p *simPool) {
 			return
 		}
 		n := int((c.size + simChunk - 1) / simChunk)
-		first := int((f.start - c.start + simChunk - 1) / simChunk)
+		k := simUnmapGranules
+		first := int((f.start - c.start + simChunk*uintptr(k) - 1) / (simChunk * uintptr(k)))
 		g := p.unmapped[c.start]
-		for i := first; i < n; i++ {
+		for i := first * k; i < n; i++ {
 			gs, gn := granule(c, i)
 			if gs+gn > f.end() {
 				break
+			}
+			if i%k == 0 { // a group is unmapped whole or not at all
+				ls, ln := granule(c, min(i+k, n)-1)
+				if ls+ln > f.end() {
+					break
+				}
 			}
 			if g == nil {
 				g = &simGranules{off: make([]bool, n)}

@@ -581,7 +581,8 @@ func TestSimDeferredPoolDestroys(t *testing.T) {
 // (docs: pool.go's model; on an H100 the gpt2-train log of bench/traces
 // holds 1.03x its live bytes with cuda_async).
 func TestSimPoolReusesPhysicalMemory(t *testing.T) {
-	s := newTestSim(t, Config{MemoryPerDevice: 64 * mib})
+	const dev = 512 * mib
+	s := newTestSim(t, Config{MemoryPerDevice: dev})
 	pool, err := s.MemPoolCreate(cudart.MemPoolProps{AllocType: cudart.MemAllocationTypePinned, Location: cudart.DeviceLocation(0)})
 	require.NoError(t, err)
 	require.NoError(t, s.MemPoolSetAttribute(pool, cudart.MemPoolAttrReleaseThreshold, ^uint64(0)))
@@ -592,6 +593,7 @@ func TestSimPoolReusesPhysicalMemory(t *testing.T) {
 	}
 	free := func(p uintptr) { require.NoError(t, s.FreeAsync(p, cudart.DefaultStream)) }
 	reserved := func() uint64 { r, _, _, _ := poolAttrs(t, s, pool); return r }
+	group := uint64(simUnmapGranules * simChunk)
 
 	// Four chunks of 4 MiB, all freed: a 16 MiB request reuses their memory.
 	var ps []uintptr
@@ -605,24 +607,27 @@ func TestSimPoolReusesPhysicalMemory(t *testing.T) {
 	assert.Equal(t, uint64(16*mib), reserved())
 	big := alloc(16 * mib)
 	assert.Equal(t, uint64(16*mib), reserved(), "the free chunks' memory went to the new one")
-	assert.Equal(t, uint64(48*mib), freeMem(t, s))
+	assert.Equal(t, uint64(dev-16*mib), freeMem(t, s))
 	free(big)
+	require.NoError(t, s.MemPoolTrimTo(pool, 0))
+	require.Zero(t, reserved())
 
-	// Part of a chunk: its free granules are unmapped for the next growth,
-	// and mapped again when an allocation lands on them.
-	a := alloc(mib) // in the free 16 MiB chunk: its first granule
-	assert.Equal(t, uint64(16*mib), reserved())
-	b := alloc(20 * mib) // fits nowhere: the 16 MiB chunk's 7 free granules are unmapped first
-	assert.Equal(t, uint64(2*mib+20*mib), reserved())
-	assert.Equal(t, uint64(64*mib-22*mib), freeMem(t, s))
+	// Part of a chunk of two groups: the wholly free group is unmapped for
+	// the next growth, the one a live block touches is not, and unmapped
+	// granules are mapped again when an allocation lands on them.
+	free(alloc(uintptr(2 * group)))
+	a := alloc(mib) // in the free chunk: its first granule
+	assert.Equal(t, 2*group, reserved())
+	b := alloc(uintptr(2*group + 32*mib)) // fits nowhere: the chunk's second group is unmapped first
+	assert.Equal(t, group+2*group+32*mib, reserved())
 	free(b)
-	c := alloc(12 * mib) // best fit: back in the first chunk, after a
-	assert.Equal(t, uint64(14*mib), reserved(), "mapped again, with the 20 MiB chunk's memory")
-	assert.Equal(t, uint64(50*mib), freeMem(t, s))
+	c := alloc(100 * mib) // best fit: back in the first chunk, after a, over 19 unmapped granules
+	assert.Equal(t, group+38*mib, reserved(), "mapped again, with the wholly free chunk's memory")
+	assert.Equal(t, uint64(dev)-group-38*mib, freeMem(t, s))
 	free(a)
 	free(c)
 	require.NoError(t, s.MemPoolTrimTo(pool, 0))
 	assert.Zero(t, reserved())
-	assert.Equal(t, uint64(64*mib), freeMem(t, s), "every byte back to the device")
+	assert.Equal(t, uint64(dev), freeMem(t, s), "every byte back to the device")
 	require.NoError(t, s.MemPoolDestroy(pool))
 }
