@@ -41,4 +41,9 @@ class out_of_range : public std::out_of_range {
   using std::out_of_range::out_of_range;
 };
 
+/// An argument was invalid (a size that overflows, an alignment that is not a power of 2).
+class invalid_argument : public std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 }  // namespace RMM_NAMESPACE
