@@ -7,6 +7,7 @@
 #include <rmm/cuda_device.hpp>
 #include <rmm/mr/cuda_memory_resource.hpp>
 #include <rmm/mr/detail/rmmgo_handle.hpp>
+#include <rmm/process_is_exiting.hpp>
 #include <rmm/resource_ref.hpp>
 
 #include <cuda/memory_resource>
@@ -38,7 +39,13 @@ RMM_EXPORT inline std::mutex& ref_map_lock() {
   return m;
 }
 RMM_EXPORT inline std::map<int, device_slot>& get_ref_map() {
-  static auto* m = new std::map<int, device_slot>();  // never destroyed: refs may outlive static destruction
+  static auto* m = [] {
+    auto* made = new std::map<int, device_slot>();  // never destroyed: refs may outlive static destruction
+    // As RMM: process_is_exiting() is true from the first exit handler
+    // registered after the map was made.
+    rmm::detail::register_process_exit_hook();
+    return made;
+  }();
   return *m;
 }
 inline cuda_memory_resource& initial_resource() {
