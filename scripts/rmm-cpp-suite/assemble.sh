@@ -6,7 +6,7 @@
 #   scripts/rmm-cpp-suite/assemble.sh [OUT]     (default: build/rmm-cpp-suite)
 #   OUT/run.sh [REPORT_DIR]                     (on the GPU machine)
 #
-# OUT holds: cccl/ (CCCL v3.3.3's libcudacxx, cub and thrust headers: RMM
+# OUT holds: benchmarks/utilities/ (RMM's log parser), cccl/ (CCCL v3.3.3's libcudacxx, cub and thrust headers: RMM
 # 26.08 needs CCCL >= 3.3, CUDA 13.0 ships 3.0), gtest/ (Debian's googletest
 # sources), tests/ (RMM's cpp/tests), include/ (rmmgo's rmm/ and rmmgo.h),
 # lib/librmmgo.so, and run.sh. It stays under the device tool's 64 MiB.
@@ -31,7 +31,10 @@ gtest_src=${GTEST_SRC:-/usr/src/googletest}
 rm -rf "$out"
 mkdir -p "$out/cccl" "$out/gtest" "$out/include" "$out/lib"
 git -C "$cccl_mirror" archive "$cccl_tag" libcudacxx/include cub/cub thrust/thrust | tar -x -C "$out/cccl"
-git -C "$rmm_mirror" archive "$rmm_commit" cpp/tests | tar -x -C "$out" && mv "$out/cpp/tests" "$out/tests" && rmdir "$out/cpp"
+# cpp/tests, and the log parser LOGGER_TEST includes as <benchmarks/utilities/log_parser.hpp>
+# (RMM's tests have cpp/ on their include path).
+git -C "$rmm_mirror" archive "$rmm_commit" cpp/tests cpp/benchmarks/utilities/log_parser.hpp cpp/benchmarks/utilities/rapidcsv.h |
+  tar -x -C "$out" && mv "$out/cpp/tests" "$out/tests" && mv "$out/cpp/benchmarks" "$out/benchmarks" && rmdir "$out/cpp"
 cp -r "$gtest_src/googletest" "$gtest_src/googlemock" "$out/gtest/"
 cp -r "$root/include/rmm" "$root/include/rmmgo.h" "$out/include/"
 cp "$root/build/librmmgo.so" "$out/lib/"

@@ -23,7 +23,7 @@ cudart=$(ldconfig -p 2>/dev/null | awk '/libcudart\.so\.13 /{print $NF; exit}')
 
 flags=(-std=c++20 --expt-extended-lambda --expt-relaxed-constexpr -O1 -x cu
        -I"$here/include" -I"$here/cccl/libcudacxx/include" -I"$here/cccl/cub" -I"$here/cccl/thrust"
-       -I"$here/gtest/googletest/include" -I"$here/gtest/googlemock/include" -I"$here/tests"
+       -I"$here/gtest/googletest/include" -I"$here/gtest/googlemock/include" -I"$here/tests" -I"$here"
        -DLIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE -DCCCL_DISABLE_CTK_COMPATIBILITY_CHECK)
 link=(-cudart shared -L"$here/lib" -lrmmgo -Xlinker -rpath -Xlinker "$here/lib" -lcuda -lpthread)
 
