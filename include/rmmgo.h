@@ -494,6 +494,10 @@ rmm_status rmm_tracking_outstanding_count(rmm_resource_t mr, size_t* count);
 /* A readable report of the outstanding allocations, as for
  * rmm_logging_file_name. */
 rmm_status rmm_tracking_report(rmm_resource_t mr, char* buf, size_t buf_size, size_t* needed);
+/* The outstanding allocations, by address: the first min(capacity, all)
+ * pointers and requested sizes go to ptrs and sizes (which may be NULL when
+ * capacity is 0); *count receives how many there are in all. */
+rmm_status rmm_tracking_outstanding(rmm_resource_t mr, void** ptrs, size_t* sizes, size_t capacity, size_t* count);
 
 /* ------------------------------------------------ external resources */
 /* A resource written outside rmmgo (a C++ class satisfying CCCL's resource
