@@ -105,6 +105,20 @@ class counting_resource {
   std::shared_ptr<int> count_ = std::make_shared<int>(0);
 };
 
+// Never set, and after a reset, the current resource is the device's initial
+// cuda resource, equal to RMM's initial_resource() (DEFAULT_MR_REF_TEST).
+static void test_initial_resource_is_current() {
+  auto const initial = rmm::device_async_resource_ref{rmm::mr::detail::initial_resource()};
+  CHECK(rmm::mr::get_current_device_resource_ref() == initial);
+  rmm::mr::set_current_device_resource(rmm::mr::cuda_memory_resource{});
+  rmm::mr::reset_current_device_resource();
+  CHECK(rmm::mr::get_current_device_resource_ref() == initial);
+  rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 1 << 20};
+  auto old = rmm::mr::set_current_device_resource(pool);
+  CHECK(old == rmm::mr::cuda_memory_resource{} && rmm::mr::get_current_device_resource_ref() != initial);
+  rmm::mr::reset_current_device_resource();
+}
+
 static void test_pool_is_current_everywhere() {
   rmm::mr::cuda_memory_resource cuda;
   rmm::mr::pool_memory_resource pool{cuda, 1 << 20};
@@ -435,6 +449,7 @@ static void test_tracking_and_logging() {
 }
 
 int main() {
+  test_initial_resource_is_current();
   test_pool_is_current_everywhere();
   test_containers_and_26_08_names();
   test_user_resource_over_any_resource();
