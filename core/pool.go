@@ -143,11 +143,10 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	p.h.SetTrim(p.giveBack)
 	if initial > 0 {
-		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
+		ptr, err := takeChunk(kindPool, upstream, DefaultStream, initial)
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
-		lendChunk(upstream, ptr, true)
 		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
@@ -163,16 +162,14 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	cur := p.h.Size()
 	try := p.sizeToGrow(size, cur)
 	if try > size {
-		if ptr, err := p.upstream.Allocate(s, try, DefaultAlignment); err == nil {
-			lendChunk(p.upstream, ptr, true)
+		if ptr, err := takeChunk(kindPool, p.upstream, s, try); err == nil {
 			return ptr, try, nil
 		}
 		try = p.rmmSizeToGrow(size, cur)
 	}
 	for try >= size {
-		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
+		ptr, err := takeChunk(kindPool, p.upstream, s, try)
 		if err == nil {
-			lendChunk(p.upstream, ptr, true)
 			return ptr, try, nil
 		}
 		if try == size {
