@@ -513,8 +513,11 @@ rmm_status rmm_tracking_outstanding(rmm_resource_t mr, void** ptrs, size_t* size
  * when there was no room, RMM_ERROR_BAD_ALLOC otherwise, or any other
  * status) after writing a NUL-terminated message of at most message_size
  * bytes into message (it may leave it empty). Zero-byte requests and NULL
- * frees never reach them. A pointer that is not aligned as asked is given
- * back and reported as RMM_ERROR_BAD_ALLOC. */
+ * frees never reach them. The address returned is passed on as it is (as
+ * RMM passes a resource's addresses on), except NULL for a request of more
+ * than 0 bytes, which is out of memory; a pool, arena or fixed_size resource
+ * over it gives back a chunk not aligned to 256 bytes and reports
+ * RMM_ERROR_BAD_ALLOC. */
 /* rmm_status, spelled so that tools listing the header's functions do not
  * take the function-pointer types for functions. */
 typedef rmm_status rmmgo_status_t;
