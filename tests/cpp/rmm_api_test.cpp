@@ -45,6 +45,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -77,7 +78,10 @@ static int passed = 0, failed = 0;
 // A user-defined CCCL resource over an any_resource upstream, as RMM's users write them.
 class counting_resource {
  public:
-  explicit counting_resource(cuda::mr::any_resource<cuda::mr::device_accessible> upstream)
+  // Two parameters: a one-parameter constructor from an any_resource makes
+  // CCCL's __basic_any ask, while checking this class, whether it converts
+  // from itself (a recursive constraint; fake_cccl reproduces it).
+  counting_resource(std::in_place_t, cuda::mr::any_resource<cuda::mr::device_accessible> upstream)
       : upstream_{std::move(upstream)} {}
   void* allocate(cuda::stream_ref s, std::size_t bytes, std::size_t alignment = 256) {
     ++*count_;
@@ -153,7 +157,7 @@ static void test_pool_is_current_everywhere() {
 
 static void test_user_resource_over_any_resource() {
   rmm::mr::cuda_memory_resource cuda;
-  counting_resource counting{cuda};
+  counting_resource counting{std::in_place, cuda};
   {
     // A pool over a user-defined resource: the resource is registered with
     // librmmgo as an external resource.
@@ -390,6 +394,11 @@ static void test_allocators() {
   alloc.deallocate(p, 10, stream.view());
   rmm::mr::polymorphic_allocator<double> rebound{alloc};
   CHECK(rebound == alloc);
+  // A copy of the same type: with CCCL (and fake_cccl's any_resource) this
+  // must not consider the any_resource constructor (a recursive constraint).
+  rmm::mr::polymorphic_allocator<int> same{alloc};
+  auto assigned = same;
+  CHECK(same == alloc && assigned == alloc);
   rmm::mr::polymorphic_allocator<int> other{rmm::mr::pool_memory_resource{cuda, 0}};
   CHECK(other != alloc);
   rmm::mr::stream_allocator_adaptor<rmm::mr::polymorphic_allocator<int>> adapted{alloc, stream.view()};
