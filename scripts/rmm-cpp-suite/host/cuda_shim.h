@@ -18,7 +18,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int f);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int f);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int f = 0);
 cudaError_t cudaGetDeviceCount(int* n);
 cudaError_t cudaMemsetAsync(void* p, int v, std::size_t n, cudaStream_t s);
 cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int* f);
