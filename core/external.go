@@ -24,7 +24,9 @@ type ExternalFuncs struct {
 // External is a resource whose functions are the caller's. Unlike Callback
 // it passes the alignment, takes errors from the functions, lets its
 // creator decide equality (EqualKey) and is told when it goes (Close).
-// Zero-byte requests and frees of 0 never reach the functions.
+// Zero-byte requests and zero-byte frees reach the functions, as RMM passes
+// them to a resource (what a function returns for 0 bytes, NULL or not, is
+// passed on); a NULL free of more than 0 bytes does not.
 type External struct {
 	fn    ExternalFuncs
 	props Properties
@@ -103,7 +105,7 @@ func (e *External) check(bytes, alignment uintptr) (bool, error) {
 	if !addr.IsPow2(alignment) {
 		return false, checkAlignment(kindExternal, alignment, 1<<56)
 	}
-	return bytes != 0, nil
+	return true, nil
 }
 
 // Allocate calls the allocate function.
@@ -140,7 +142,7 @@ func (e *External) checked(p uintptr, err error, bytes uintptr) (uintptr, error)
 	if err != nil {
 		return 0, err
 	}
-	if p == 0 {
+	if p == 0 && bytes != 0 {
 		return 0, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindExternal, ErrOutOfMemory, bytes)
 	}
 	// The address is the user's resource's to choose, as in RMM (whose
@@ -149,10 +151,14 @@ func (e *External) checked(p uintptr, err error, bytes uintptr) (uintptr, error)
 	return p, nil
 }
 
-// Deallocate calls the deallocate function; 0 is a no-op.
+// Deallocate calls the deallocate function; a NULL free of more than 0
+// bytes is a no-op (a zero-byte free reaches the function, NULL or not).
 func (e *External) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
-		return nil
+		if bytes != 0 {
+			return nil
+		}
+		return e.fn.Deallocate(s, ptr, bytes, alignment)
 	}
 	if err := lentHere(e.Kind(), e, ptr); err != nil {
 		return err // a chunk a sub-allocator over this resource holds (lent_blocks.go)
@@ -163,11 +169,13 @@ func (e *External) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 // DeallocateSync calls the deallocate_sync function, or deallocates on the
 // default stream.
 func (e *External) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
+	if ptr == 0 && bytes != 0 {
 		return nil
 	}
-	if err := lentHere(e.Kind(), e, ptr); err != nil {
-		return err
+	if ptr != 0 {
+		if err := lentHere(e.Kind(), e, ptr); err != nil {
+			return err
+		}
 	}
 	if e.fn.DeallocateSync == nil {
 		return e.fn.Deallocate(DefaultStream, ptr, bytes, alignment)

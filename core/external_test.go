@@ -48,3 +48,59 @@ func TestExternalAddressesPassThroughAdaptors(t *testing.T) {
 	_, err = newPool(r, ext, PoolOptions{InitialSize: 4096})
 	require.ErrorIs(t, err, ErrOutOfMemory, "no memory, no error: out of memory")
 }
+
+// TestZeroBytesReachTheUsersBin is RMM's ZeroByteAllocationsUseBinResource:
+// a binning resource sends a zero-byte request, and its free, to the
+// smallest bin when that bin is a user's resource, which answers (NULL
+// here). Before, neither reached it. rmmgo's own bins still answer NULL
+// without being asked, and refuse a live block freed with size 0.
+func TestZeroBytesReachTheUsersBin(t *testing.T) {
+	r := testRuntime(t)
+	cuda, err := newCuda(r)
+	require.NoError(t, err)
+	var allocs, frees int
+	ext, err := NewExternal(ExternalFuncs{
+		Allocate: func(_ Stream, bytes, alignment uintptr) (uintptr, error) {
+			require.Zero(t, bytes)
+			require.Equal(t, DefaultAlignment, alignment)
+			allocs++
+			return 0, nil
+		},
+		Deallocate: func(_ Stream, ptr, bytes, _ uintptr) error {
+			require.Zero(t, ptr)
+			require.Zero(t, bytes)
+			frees++
+			return nil
+		},
+	}, DeviceAccessible, 0, nil, nil, -1)
+	require.NoError(t, err)
+	b, err := newBinning(r, cuda, -1, -1)
+	require.NoError(t, err)
+	require.NoError(t, b.AddBin(1024, ext))
+	p, err := b.Allocate(DefaultStream, 0, DefaultAlignment)
+	require.NoError(t, err)
+	require.Zero(t, p)
+	require.NoError(t, b.Deallocate(DefaultStream, 0, 0, DefaultAlignment))
+	p, err = b.AllocateSync(0, DefaultAlignment)
+	require.NoError(t, err)
+	require.Zero(t, p)
+	require.NoError(t, b.DeallocateSync(0, 0, DefaultAlignment))
+	require.Equal(t, 2, allocs)
+	require.Equal(t, 2, frees)
+	_, err = b.Allocate(DefaultStream, 0, 3)
+	require.ErrorIs(t, err, ErrBadAlignment)
+	require.Equal(t, 2, allocs, "a bad alignment is refused before the bin is asked")
+
+	own, err := newBinning(r, cuda, -1, -1)
+	require.NoError(t, err)
+	require.NoError(t, own.AddBin(1024, nil))
+	p, err = own.Allocate(DefaultStream, 0, DefaultAlignment)
+	require.NoError(t, err)
+	require.Zero(t, p)
+	q, err := own.Allocate(DefaultStream, 512, DefaultAlignment)
+	require.NoError(t, err)
+	require.ErrorIs(t, own.Deallocate(DefaultStream, q, 0, DefaultAlignment), ErrInvalidArgument)
+	require.NoError(t, own.Deallocate(DefaultStream, q, 512, DefaultAlignment))
+	require.NoError(t, own.Close())
+	require.NoError(t, b.Close())
+}

@@ -512,8 +512,10 @@ rmm_status rmm_tracking_outstanding(rmm_resource_t mr, void** ptrs, size_t* size
  * return RMM_SUCCESS, or return a failure status (RMM_ERROR_OUT_OF_MEMORY
  * when there was no room, RMM_ERROR_BAD_ALLOC otherwise, or any other
  * status) after writing a NUL-terminated message of at most message_size
- * bytes into message (it may leave it empty). Zero-byte requests and NULL
- * frees never reach them. The address returned is passed on as it is (as
+ * bytes into message (it may leave it empty). Zero-byte requests and
+ * zero-byte frees reach them, as RMM passes them on (a binning resource sends
+ * them to its smallest bin when that is an external resource); a NULL free of
+ * more than 0 bytes does not. The address returned is passed on as it is (as
  * RMM passes a resource's addresses on), except NULL for a request of more
  * than 0 bytes, which is out of memory; a pool, arena or fixed_size resource
  * over it gives back a chunk not aligned to 256 bytes and reports
