@@ -76,6 +76,7 @@
   X(rmm_statistics_pop, (rmm_resource_t mr, rmm_statistics* popped), (mr, popped)) \
   X(rmm_tracking_allocated_bytes, (rmm_resource_t mr, size_t* bytes), (mr, bytes)) \
   X(rmm_tracking_outstanding_count, (rmm_resource_t mr, size_t* count), (mr, count)) \
+  X(rmm_tracking_outstanding, (rmm_resource_t mr, void** ptrs, size_t* sizes, size_t capacity, size_t* count), (mr, ptrs, sizes, capacity, count)) \
   X(rmm_tracking_report, (rmm_resource_t mr, char* buf, size_t buf_size, size_t* needed), (mr, buf, buf_size, needed)) \
   X(rmm_resource_create_external, (const rmm_external_resource* ops, rmm_resource_t* out), (ops, out)) \
   X(rmm_resource_external_self, (rmm_resource_t mr, void** self, void** is_equal_fn), (mr, self, is_equal_fn)) \
@@ -140,6 +141,7 @@
 #define rmm_statistics_pop rmmgo_impl_rmm_statistics_pop
 #define rmm_tracking_allocated_bytes rmmgo_impl_rmm_tracking_allocated_bytes
 #define rmm_tracking_outstanding_count rmmgo_impl_rmm_tracking_outstanding_count
+#define rmm_tracking_outstanding rmmgo_impl_rmm_tracking_outstanding
 #define rmm_tracking_report rmmgo_impl_rmm_tracking_report
 #define rmm_resource_create_external rmmgo_impl_rmm_resource_create_external
 #define rmm_resource_external_self rmmgo_impl_rmm_resource_external_self

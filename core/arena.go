@@ -182,11 +182,10 @@ func newArena(r cudart.Runtime, upstream Resource, opts ArenaOptions) (*Arena, e
 	if err != nil {
 		return nil, cudaError(kindArena, err)
 	}
-	base, err := upstream.Allocate(DefaultStream, size, DefaultAlignment)
+	base, err := takeChunk(kindArena, upstream, DefaultStream, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: allocating the global arena of %d bytes from the upstream: %w", kindArena, size, err)
 	}
-	lendChunk(upstream, base, true)
 	a := &Arena{upstream: upstream, rt: r, dev: dev, base: base, size: size, dump: opts.DumpLogOnFailure}
 	a.global.Init(kindArena, r, nil, false)
 	a.global.AddChunk(base, size)

@@ -283,9 +283,45 @@ func (b *Binning) target(bytes uintptr) Resource {
 	return b.upstream
 }
 
+// zeroExternal is the user's resource (an External) that a zero-byte
+// request or free goes to, as RMM's binning sends it to the smallest bin
+// (the upstream when there is none); nil when that resource is rmmgo's own,
+// which answers NULL for 0 bytes without being asked.
+func (b *Binning) zeroExternal() Resource {
+	var r Resource = b.upstream
+	if bins := b.bins.Load().bins; len(bins) > 0 {
+		if bins[0].fixed != nil {
+			return nil
+		}
+		r = bins[0].r
+	}
+	if _, ok := AsExternal(r); ok {
+		return r
+	}
+	return nil
+}
+
+// allocateZero is a zero-byte request: NULL, from the user's resource
+// zeroExternal names when there is one (RMM's ZeroByteAllocationsUseBinResource).
+func (b *Binning) allocateZero(stream Stream, alignment uintptr, sync bool) (uintptr, error) {
+	if err := rejectRequest(kindBinning, 0, alignment); err != nil {
+		return 0, err
+	}
+	if b.closed.Load() {
+		return 0, errClosed(kindBinning)
+	}
+	if r := b.zeroExternal(); r != nil {
+		return upAllocate(r, stream, 0, alignment, sync)
+	}
+	return 0, nil
+}
+
 // Allocate allocates bytes from the bin for that size, or from the upstream
 // when no bin is large enough.
 func (b *Binning) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error) {
+	if bytes == 0 {
+		return b.allocateZero(stream, alignment, false)
+	}
 	if !subRequestOK(bytes, alignment) {
 		return 0, rejectRequest(kindBinning, bytes, alignment)
 	}
@@ -339,6 +375,11 @@ func (b *Binning) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error
 // deallocateUnclaimed is Deallocate without the claim of a cache in front
 // (DeallocateBatch: the cache's own give-back).
 func (b *Binning) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
+	if bytes == 0 && freeAlignmentOK(alignment) && !b.closed.Load() {
+		if r := b.zeroExternal(); r != nil {
+			return r.Deallocate(stream, ptr, 0, alignment)
+		}
+	}
 	if ptr == 0 {
 		return nil
 	}
@@ -371,6 +412,9 @@ func (b *Binning) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintp
 
 // AllocateSync is the bin's (or the upstream's) AllocateSync.
 func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
+	if bytes == 0 {
+		return b.allocateZero(DefaultStream, alignment, true)
+	}
 	if !subRequestOK(bytes, alignment) {
 		return 0, rejectRequest(kindBinning, bytes, alignment)
 	}
@@ -386,6 +430,11 @@ func (b *Binning) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 
 // DeallocateSync is the bin's (or the upstream's) DeallocateSync.
 func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
+	if bytes == 0 && freeAlignmentOK(alignment) && !b.closed.Load() {
+		if r := b.zeroExternal(); r != nil {
+			return r.DeallocateSync(ptr, 0, alignment)
+		}
+	}
 	if ptr == 0 {
 		return nil
 	}

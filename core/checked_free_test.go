@@ -244,11 +244,11 @@ func errIsAny(err error, targets ...error) bool {
 	return false
 }
 
-// TestStatisticsRefusedFree: a free the adaptor cannot have handed out (a
-// fresh adaptor has nothing outstanding) and a free its upstream refuses
-// leave every counter as it was. The upstream here is cuda, which would
-// have freed its own memory: before the fix the counters read -4096 bytes
-// and -1 allocations.
+// TestStatisticsRefusedFree: a free its upstream refuses leaves every
+// counter as it was. A free of more than went out through the adaptor is
+// the upstream's to decide (RMM's NegativeInnerTracking: memory allocated
+// through another adaptor over the same upstream, freed through this one):
+// cuda frees its own memory, and the counters go below zero as RMM's do.
 func TestStatisticsRefusedFree(t *testing.T) {
 	r := testRuntime(t)
 	cuda, err := newCuda(r)
@@ -258,11 +258,23 @@ func TestStatisticsRefusedFree(t *testing.T) {
 
 	other, err := cuda.AllocateSync(4096, DefaultAlignment) // not through st
 	require.NoError(t, err)
-	requireIs(t, st.DeallocateSync(other, 4096, DefaultAlignment), ErrInvalidPointer, "nothing outstanding through st")
+	stray, err := r.Malloc(4096) // no resource's
+	require.NoError(t, err)
+	requireIs(t, st.DeallocateSync(stray, 4096, DefaultAlignment), ErrInvalidPointer, "nothing outstanding through st, refused by cuda")
 	b, c := st.Counters()
 	assert.Equal(t, Counter{}, b)
 	assert.Equal(t, Counter{}, c)
-	require.True(t, cudaLive.has(other), "the upstream was not asked to free it")
+	require.NoError(t, st.DeallocateSync(other, 4096, DefaultAlignment), "cuda's own memory, through st")
+	require.False(t, cudaLive.has(other), "the upstream freed it")
+	b, c = st.Counters()
+	assert.Equal(t, Counter{Value: -4096}, b)
+	assert.Equal(t, Counter{Value: -1}, c)
+	requireIs(t, st.DeallocateSync(other, 4096, DefaultAlignment), ErrInvalidPointer, "a second free, refused by cuda")
+	b, _ = st.Counters()
+	assert.Equal(t, int64(-4096), b.Value)
+	require.NoError(t, r.Free(stray))
+	st, err = NewStatistics(cuda)
+	require.NoError(t, err)
 
 	p, err := st.AllocateSync(4096, DefaultAlignment)
 	require.NoError(t, err)
@@ -281,7 +293,7 @@ func TestStatisticsRefusedFree(t *testing.T) {
 	b, c = st.Counters()
 	assert.Equal(t, int64(-4096), b.Value)
 	assert.Equal(t, int64(-1), c.Value)
-	requireIs(t, st.DeallocateSync(other, 4096, DefaultAlignment), ErrInvalidPointer, "nothing left outstanding")
+	requireIs(t, st.DeallocateSync(p, 4096, DefaultAlignment), ErrInvalidPointer, "freed already: refused by cuda")
 	b, _ = st.Counters()
 	assert.Equal(t, int64(-4096), b.Value)
 	_, _, err = st.PopCounters()
@@ -294,7 +306,6 @@ func TestStatisticsRefusedFree(t *testing.T) {
 	_, c = st.Counters()
 	assert.Zero(t, c.Value)
 	require.NoError(t, r.Free(foreign))
-	require.NoError(t, cuda.DeallocateSync(other, 4096, DefaultAlignment))
 }
 
 // TestLimitingRefusedFree: the limiting adaptor's account is not lowered by
@@ -324,7 +335,6 @@ func TestLimitingRefusedFree(t *testing.T) {
 	require.NoError(t, lim.DeallocateSync(p, 8192, DefaultAlignment))
 	assert.Zero(t, lim.AllocatedBytes())
 	require.NoError(t, r.Free(foreign))
-	require.NoError(t, cuda.DeallocateSync(other, 4096, DefaultAlignment))
 }
 
 // TestTrackingRefusedFree: a free the upstream refuses leaves the tracked

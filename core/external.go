@@ -24,7 +24,9 @@ type ExternalFuncs struct {
 // External is a resource whose functions are the caller's. Unlike Callback
 // it passes the alignment, takes errors from the functions, lets its
 // creator decide equality (EqualKey) and is told when it goes (Close).
-// Zero-byte requests and frees of 0 never reach the functions.
+// Zero-byte requests and zero-byte frees reach the functions, as RMM passes
+// them to a resource (what a function returns for 0 bytes, NULL or not, is
+// passed on); a NULL free of more than 0 bytes does not.
 type External struct {
 	fn    ExternalFuncs
 	props Properties
@@ -103,7 +105,7 @@ func (e *External) check(bytes, alignment uintptr) (bool, error) {
 	if !addr.IsPow2(alignment) {
 		return false, checkAlignment(kindExternal, alignment, 1<<56)
 	}
-	return bytes != 0, nil
+	return true, nil
 }
 
 // Allocate calls the allocate function.
@@ -112,7 +114,7 @@ func (e *External) Allocate(s Stream, bytes, alignment uintptr) (uintptr, error)
 		return 0, err
 	}
 	p, err := e.fn.Allocate(s, bytes, alignment)
-	p, err = e.checked(p, err, bytes, alignment, func(p uintptr) error { return e.fn.Deallocate(s, p, bytes, alignment) })
+	p, err = e.checked(p, err, bytes)
 	if err != nil {
 		return 0, explainOOM(e, s, bytes, alignment, err)
 	}
@@ -129,35 +131,34 @@ func (e *External) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 		return e.Allocate(DefaultStream, bytes, alignment)
 	}
 	p, err := e.fn.AllocateSync(bytes, alignment)
-	p, err = e.checked(p, err, bytes, alignment, func(p uintptr) error { return e.DeallocateSync(p, bytes, alignment) })
+	p, err = e.checked(p, err, bytes)
 	if err != nil {
 		return 0, explainOOM(e, DefaultStream, bytes, alignment, err)
 	}
 	return p, nil
 }
 
-func (e *External) checked(p uintptr, err error, bytes, alignment uintptr, giveBack func(uintptr) error) (uintptr, error) {
+func (e *External) checked(p uintptr, err error, bytes uintptr) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	if p == 0 {
+	if p == 0 && bytes != 0 {
 		return 0, fmt.Errorf("%s: %w: the allocate function returned no memory for %d bytes", kindExternal, ErrOutOfMemory, bytes)
 	}
-	if !addr.IsAligned(p, alignment) {
-		err := fmt.Errorf("%s: %w: the allocate function returned %#x, not aligned to %d bytes as asked (it was given back)",
-			kindExternal, ErrBadAlloc, p, alignment)
-		if derr := giveBack(p); derr != nil {
-			err = fmt.Errorf("%w; giving it back failed: %v", err, derr)
-		}
-		return 0, err
-	}
+	// The address is the user's resource's to choose, as in RMM (whose
+	// tests pass unaligned mock addresses through adaptors); sub-allocators
+	// check the chunks they take (takeChunk).
 	return p, nil
 }
 
-// Deallocate calls the deallocate function; 0 is a no-op.
+// Deallocate calls the deallocate function; a NULL free of more than 0
+// bytes is a no-op (a zero-byte free reaches the function, NULL or not).
 func (e *External) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 	if ptr == 0 {
-		return nil
+		if bytes != 0 {
+			return nil
+		}
+		return e.fn.Deallocate(s, ptr, bytes, alignment)
 	}
 	if err := lentHere(e.Kind(), e, ptr); err != nil {
 		return err // a chunk a sub-allocator over this resource holds (lent_blocks.go)
@@ -168,11 +169,13 @@ func (e *External) Deallocate(s Stream, ptr, bytes, alignment uintptr) error {
 // DeallocateSync calls the deallocate_sync function, or deallocates on the
 // default stream.
 func (e *External) DeallocateSync(ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
+	if ptr == 0 && bytes != 0 {
 		return nil
 	}
-	if err := lentHere(e.Kind(), e, ptr); err != nil {
-		return err
+	if ptr != 0 {
+		if err := lentHere(e.Kind(), e, ptr); err != nil {
+			return err
+		}
 	}
 	if e.fn.DeallocateSync == nil {
 		return e.fn.Deallocate(DefaultStream, ptr, bytes, alignment)

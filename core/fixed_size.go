@@ -330,11 +330,10 @@ func (f *FixedSize) BlockSize() uintptr { return f.blockSize }
 // set.
 func (f *FixedSize) growLocked(s Stream, l *blockList, take bool) (uintptr, error) {
 	size := f.blockSize * uintptr(f.perChunk)
-	base, err := f.upstream.Allocate(s, size, DefaultAlignment)
+	base, err := takeChunk(kindFixedSize, f.upstream, s, size)
 	if err != nil {
 		return 0, fmt.Errorf("%s: fetching %d blocks of %d bytes from the upstream: %w", kindFixedSize, f.perChunk, f.blockSize, err)
 	}
-	lendChunk(f.upstream, base, true)
 	f.chunkMu.Lock()
 	old := *f.byID.Load()
 	c := f.index.add(base, int32(len(old)), (f.perChunk+63)/64)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/rmmgo/rmmgo/core/internal/addr"
 	"github.com/rmmgo/rmmgo/core/internal/asyncpath"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -171,6 +172,30 @@ func (s *SAMHeadroom) lendChunk(ptr uintptr, lent bool) { samLive.lend(ptr, lent
 // aligned adaptor that over-aligned the chunk, or a resource with no
 // upstream and no table (a callback resource), that resource refuses the
 // chunk instead (lendBlock, lent_blocks.go).
+// takeChunk is how a sub-allocator (pool, arena, fixed_size) takes a chunk
+// of size bytes from its upstream on stream s: 256-byte aligned, as its
+// heap's grid needs (a user's external resource may return any address, and
+// adaptors pass it on as RMM's do; a chunk is checked here), then marked lent
+// in the base resource's table.
+func takeChunk(kind string, up Resource, s Stream, size uintptr) (uintptr, error) {
+	ptr, err := up.Allocate(s, size, DefaultAlignment)
+	if err != nil {
+		return 0, err
+	}
+	if ptr == 0 || !addr.IsAligned(ptr, DefaultAlignment) {
+		err := fmt.Errorf("%s: %w: the upstream (%s) returned %#x for a chunk of %d bytes, not %d-byte aligned (it was given back)",
+			kind, ErrBadAlloc, up.Kind(), ptr, size, DefaultAlignment)
+		if ptr != 0 {
+			if derr := up.Deallocate(s, ptr, size, DefaultAlignment); derr != nil {
+				err = fmt.Errorf("%w; giving it back failed: %v", err, derr)
+			}
+		}
+		return 0, err
+	}
+	lendChunk(up, ptr, true)
+	return ptr, nil
+}
+
 func lendChunk(up Resource, ptr uintptr, lent bool) {
 	for r := up; r != nil && !isNil(r); {
 		if l, ok := r.(chunkLender); ok {

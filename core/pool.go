@@ -143,25 +143,33 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	p.h.SetTrim(p.giveBack)
 	if initial > 0 {
-		ptr, err := upstream.Allocate(DefaultStream, initial, DefaultAlignment)
+		ptr, err := takeChunk(kindPool, upstream, DefaultStream, initial)
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
-		lendChunk(upstream, ptr, true)
 		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
 }
 
 // grow takes a new chunk for a request of size bytes on stream s from the
-// upstream, following RMM's growth policy.
+// upstream. It first asks for the pool's own growth (sizeToGrow: at least
+// growMin bytes); when the upstream cannot give that, it follows RMM's
+// policy exactly (rmmSizeToGrow, then halving down to the request), so that
+// over a constrained upstream (a limiting adaptor, a nearly full device) the
+// pool takes what RMM's would and fits what RMM's fits (RMM's ForceGrowth).
 func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	cur := p.h.Size()
 	try := p.sizeToGrow(size, cur)
+	if try > size {
+		if ptr, err := takeChunk(kindPool, p.upstream, s, try); err == nil {
+			return ptr, try, nil
+		}
+		try = p.rmmSizeToGrow(size, cur)
+	}
 	for try >= size {
-		ptr, err := p.upstream.Allocate(s, try, DefaultAlignment)
+		ptr, err := takeChunk(kindPool, p.upstream, s, try)
 		if err == nil {
-			lendChunk(p.upstream, ptr, true)
 			return ptr, try, nil
 		}
 		if try == size {
@@ -175,6 +183,20 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	}
 	return 0, 0, fmt.Errorf("%s: %w: Maximum pool size exceeded (failed to allocate %s): Not enough room to grow, current/max/try size = %s, %s, %s",
 		kindPool, ErrOutOfMemory, formatBytes(size), formatBytes(cur), maxText, formatBytes(size))
+}
+
+// rmmSizeToGrow is RMM's growth policy (pool_memory_resource's
+// size_to_grow): with a maximum, the request or half of the room left,
+// whichever is larger; without, the request or the pool's size. 0 means no
+// room. Sizes stay multiples of 256 bytes.
+func (p *Pool) rmmSizeToGrow(size, cur uintptr) uintptr {
+	if p.maxSize != 0 {
+		if cur >= p.maxSize || size > p.maxSize-cur {
+			return 0
+		}
+		return max(size, addr.AlignDown((p.maxSize-cur)/2, DefaultAlignment))
+	}
+	return max(size, cur)
 }
 
 // The pool's growth: by the request, 1/growFraction of the pool's size or

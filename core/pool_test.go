@@ -527,3 +527,45 @@ func TestPoolPeakPoolSize(t *testing.T) {
 	assert.Zero(t, p.PoolSize())
 	assert.Equal(t, uintptr(16<<20), p.PeakPoolSize(), "the peak stays")
 }
+
+// TestPoolGrowthOverAConstrainedUpstream is RMM's PoolTest.ForceGrowth:
+// over a limiting adaptor of 6000 bytes, the pool's own growth (2 MiB)
+// fails and RMM's policy takes over, so the pool holds what RMM's would.
+// Before, halving from 2 MiB took 4096 bytes for the first 1000, and the
+// 4000 that RMM's pool fits no longer did.
+func TestPoolGrowthOverAConstrainedUpstream(t *testing.T) {
+	r := testRuntime(t)
+	cuda, err := newCuda(r)
+	require.NoError(t, err)
+	for _, maxSize := range []uintptr{0, 8192} {
+		lim, err := NewLimiting(cuda, 6000, DefaultAlignment)
+		require.NoError(t, err)
+		p, err := newPool(r, lim, PoolOptions{MaximumSize: maxSize})
+		require.NoError(t, err)
+		var live []uintptr
+		try := func(bytes uintptr, fits bool) {
+			ptr, err := p.AllocateSync(bytes, DefaultAlignment)
+			if !fits {
+				require.ErrorIs(t, err, ErrOutOfMemory, "max %d: %d bytes", maxSize, bytes)
+				return
+			}
+			require.NoError(t, err, "max %d: %d bytes", maxSize, bytes)
+			live = append(live, ptr, bytes)
+		}
+		if maxSize == 0 { // the pool grows by the request, then by its size, halving down
+			try(1000, true)
+			try(4000, true)
+			try(500, true)
+			try(2000, false)
+		} else { // by half the room left: 4096 for the first, and no room for 4000
+			try(1000, true)
+			try(4000, false)
+			try(500, true)
+			try(2000, true)
+		}
+		for i := 0; i < len(live); i += 2 {
+			require.NoError(t, p.DeallocateSync(live[i], live[i+1], DefaultAlignment))
+		}
+		require.NoError(t, p.Close())
+	}
+}

@@ -118,6 +118,18 @@ func (h *StatisticsHot) Free(bytes uintptr) bool {
 	return true
 }
 
+// FreeForeign counts a deallocation of bytes that the adaptor did not see
+// allocated but its upstream freed (RMM's "negative inner tracking": memory
+// allocated through an outer adaptor freed through this one). The counters'
+// values go down, below zero if need be, as RMM's; the outstanding figures
+// that guard Free go down as far as they can.
+func (h *StatisticsHot) FreeForeign(bytes uintptr) {
+	h.Bytes.Value -= int64(bytes)
+	h.Count.Value--
+	h.OutBytes -= min(h.OutBytes, bytes)
+	h.OutCount = max(h.OutCount-1, 0)
+}
+
 // Unfree undoes Free for a deallocation the upstream refused. Totals
 // are not touched (deallocations never add to them); a peak is raised if
 // allocations made meanwhile, with the refused memory still live, went
@@ -320,8 +332,17 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 		st.update(func(h *StatisticsHot) { ok, outBytes, outCount = h.Free(bytes), h.OutBytes, h.OutCount })
 	}
 	if !ok {
-		return fmt.Errorf("%s: %w: deallocating %#x (%d bytes), but only %d bytes in %d allocations are outstanding through this adaptor",
-			kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount)
+		// More than went out through this adaptor: memory allocated through
+		// another resource over the same upstream (RMM's NegativeInnerTracking).
+		// The upstream decides (base resources refuse what they did not hand
+		// out, issue 24); what it frees is counted, below zero if need be.
+		if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
+			return fmt.Errorf("%s: %w: deallocating %#x (%d bytes), with only %d bytes in %d allocations outstanding through this adaptor, was refused by its upstream: %w",
+				kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount, err)
+		}
+		st.mu.Lock()
+		st.update(func(h *StatisticsHot) { h.FreeForeign(bytes) })
+		return nil
 	}
 	if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
 		st.mu.Lock()

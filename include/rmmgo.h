@@ -494,6 +494,10 @@ rmm_status rmm_tracking_outstanding_count(rmm_resource_t mr, size_t* count);
 /* A readable report of the outstanding allocations, as for
  * rmm_logging_file_name. */
 rmm_status rmm_tracking_report(rmm_resource_t mr, char* buf, size_t buf_size, size_t* needed);
+/* The outstanding allocations, by address: the first min(capacity, all)
+ * pointers and requested sizes go to ptrs and sizes (which may be NULL when
+ * capacity is 0); *count receives how many there are in all. */
+rmm_status rmm_tracking_outstanding(rmm_resource_t mr, void** ptrs, size_t* sizes, size_t capacity, size_t* count);
 
 /* ------------------------------------------------ external resources */
 /* A resource written outside rmmgo (a C++ class satisfying CCCL's resource
@@ -508,9 +512,14 @@ rmm_status rmm_tracking_report(rmm_resource_t mr, char* buf, size_t buf_size, si
  * return RMM_SUCCESS, or return a failure status (RMM_ERROR_OUT_OF_MEMORY
  * when there was no room, RMM_ERROR_BAD_ALLOC otherwise, or any other
  * status) after writing a NUL-terminated message of at most message_size
- * bytes into message (it may leave it empty). Zero-byte requests and NULL
- * frees never reach them. A pointer that is not aligned as asked is given
- * back and reported as RMM_ERROR_BAD_ALLOC. */
+ * bytes into message (it may leave it empty). Zero-byte requests and
+ * zero-byte frees reach them, as RMM passes them on (a binning resource sends
+ * them to its smallest bin when that is an external resource); a NULL free of
+ * more than 0 bytes does not. The address returned is passed on as it is (as
+ * RMM passes a resource's addresses on), except NULL for a request of more
+ * than 0 bytes, which is out of memory; a pool, arena or fixed_size resource
+ * over it gives back a chunk not aligned to 256 bytes and reports
+ * RMM_ERROR_BAD_ALLOC. */
 /* rmm_status, spelled so that tools listing the header's functions do not
  * take the function-pointer types for functions. */
 typedef rmm_status rmmgo_status_t;

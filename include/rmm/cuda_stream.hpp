@@ -3,11 +3,15 @@
 #pragma once
 #include <rmm/cuda_stream_view.hpp>
 #include <rmm/detail/error.hpp>
+#include <rmm/process_is_exiting.hpp>
 
 #include <rmmgo.h>
 
 #include <cuda/stream_ref>
 
+#include <cassert>
+#include <cstring>
+#include <iostream>
 #include <memory>
 #include <utility>
 
@@ -43,7 +47,22 @@ class cuda_stream {
 
  private:
   struct deleter {
-    void operator()(CUstream_st* s) const noexcept { (void)rmm_stream_destroy(reinterpret_cast<rmm_stream_t>(s)); }
+    // As RMM's RMM_ASSERT_CUDA_SUCCESS_SAFE_SHUTDOWN: a failed destroy (a
+    // stream the caller already destroyed with cudaStreamDestroy) is
+    // reported and asserted in debug builds, except while the CUDA runtime
+    // unloads at exit.
+    void operator()(CUstream_st* s) const noexcept {
+      [[maybe_unused]] rmm_status const st = rmm_stream_destroy(reinterpret_cast<rmm_stream_t>(s));
+#ifndef NDEBUG
+      if (st != RMM_SUCCESS) {
+        char const* msg = rmm_last_error_message();
+        if (std::strstr(msg, "cudaErrorCudartUnloading") == nullptr && !rmm::process_is_exiting()) {
+          std::cerr << "CUDA Error detected. " << msg << std::endl;
+          assert(st == RMM_SUCCESS);
+        }
+      }
+#endif
+    }
   };
   static CUstream_st* make(unsigned int f) {
     rmm_stream_t s = nullptr;

@@ -8,6 +8,7 @@
 #include <rmm/resource_ref.hpp>
 
 #include <type_traits>
+#include <utility>
 
 namespace RMM_NAMESPACE {
 
@@ -29,16 +30,16 @@ class device_scalar {
   device_scalar& operator=(device_scalar const&) = delete;
   device_scalar() = delete;
 
-  explicit device_scalar(cuda_stream_view stream, device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_{1, stream, mr} {}
+  explicit device_scalar(cuda_stream_view stream, cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : storage_{1, stream, std::move(mr)} {}
   explicit device_scalar(value_type const& initial_value, cuda_stream_view stream,
-                         device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_{1, stream, mr} {
+                         cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : storage_{1, stream, std::move(mr)} {
     set_value_async(initial_value, stream);
   }
   device_scalar(device_scalar const& other, cuda_stream_view stream,
-                device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_{other.storage_, stream, mr} {}
+                cuda::mr::any_resource<cuda::mr::device_accessible> mr = mr::get_current_device_resource_ref())
+      : storage_{other.storage_, stream, std::move(mr)} {}
 
   [[nodiscard]] value_type value(cuda_stream_view stream) const { return storage_.front_element(stream); }
   void set_value_async(value_type const& value, cuda_stream_view stream) { storage_.set_element_async(0, value, stream); }

@@ -49,13 +49,17 @@ class device_uvector {
   device_uvector& operator=(device_uvector const&) = delete;
   device_uvector() = delete;
 
+  /// size uninitialised elements from mr (RMM 26.08: the buffer owns a copy
+  /// of the resource and is aligned to the element type).
   explicit device_uvector(std::size_t size, cuda_stream_view stream,
-                          device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_{checked_bytes(size), stream, mr} {}
+                          cuda::mr::any_resource<cuda::mr::device_accessible> mr =
+                              mr::get_current_device_resource_ref())
+      : storage_{checked_bytes(size), std::alignment_of_v<T>, stream, std::move(mr)} {}
 
   explicit device_uvector(device_uvector const& other, cuda_stream_view stream,
-                          device_async_resource_ref mr = mr::get_current_device_resource_ref())
-      : storage_{other.storage_, stream, mr} {}
+                          cuda::mr::any_resource<cuda::mr::device_accessible> mr =
+                              mr::get_current_device_resource_ref())
+      : storage_{other.storage_, stream, std::move(mr)} {}
 
   [[nodiscard]] pointer element_ptr(size_type i) noexcept {
     assert(i < size());
@@ -137,7 +141,7 @@ class device_uvector {
     return n * sizeof(value_type);
   }
   /// The bytes for n elements, refusing a type aligned beyond what the
-  /// resources guarantee (device_buffer allocates at CUDA_ALLOCATION_ALIGNMENT).
+  /// resources guarantee (CUDA_ALLOCATION_ALIGNMENT), as RMM's resources do.
   [[nodiscard]] static size_type checked_bytes(size_type n) {
     if constexpr (alignof(T) > rmm::CUDA_ALLOCATION_ALIGNMENT) {
       throw rmm::bad_alloc{"device_uvector: the value type's alignment exceeds CUDA_ALLOCATION_ALIGNMENT"};

@@ -370,6 +370,7 @@ FUNCTIONS = {
     "rmm_tracking_allocated_bytes": (_status, [_handle, _P(c_size_t)]),
     "rmm_tracking_outstanding_count": (_status, [_handle, _P(c_size_t)]),
     "rmm_tracking_report": (_status, [_handle, c_void_p, c_size_t, _P(c_size_t)]),
+    "rmm_tracking_outstanding": (_status, [_handle, _P(c_void_p), _P(c_size_t), c_size_t, _P(c_size_t)]),
     # calls for bindings: the allocation hot path
     "rmm_allocate_direct": (c_void_p, [_handle, _stream, _fast_size]),
     "rmm_deallocate_direct": (_status, [_handle, _stream, c_void_p, _fast_size]),

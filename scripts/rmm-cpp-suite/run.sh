@@ -16,6 +16,12 @@ nvcc=${NVCC:-nvcc}
 bin=${BIN:-$here/bin}
 mkdir -p "$report" "$bin"
 export RMMGO_BACKEND=${RMMGO_BACKEND:-cuda}
+# Death tests (CUDA_STREAM_TEST's TestSyncNoThrow) run in a child that
+# re-executes the program, gtest's style for processes with threads: a child
+# that is only forked holds librmmgo's Go runtime, which does not survive a
+# fork, and every librmmgo call there is refused (the test then sees an
+# exception instead of the abort it expects).
+export GTEST_DEATH_TEST_STYLE=${GTEST_DEATH_TEST_STYLE:-threadsafe}
 # librmmgo loads the same libcudart the tests link (-cudart shared).
 cudart=$(ldconfig -p 2>/dev/null | awk '/libcudart\.so\.13 /{print $NF; exit}')
 [ -n "${cudart:-}" ] || cudart=$(dirname "$(command -v "$nvcc")")/../lib64/libcudart.so.13

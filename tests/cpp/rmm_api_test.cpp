@@ -9,6 +9,11 @@
 #include <rmm/device_buffer.hpp>
 #include <rmm/device_scalar.hpp>
 #include <rmm/device_uvector.hpp>
+#include <rmm/logger.hpp>
+#include <rmm/mr/logging_resource_adaptor.hpp>
+#include <rmm/mr/polymorphic_allocator.hpp>
+#include <rmm/prefetch.hpp>
+#include <rmm/process_is_exiting.hpp>
 #include <rmm/error.hpp>
 #include <rmm/mr/aligned_resource_adaptor.hpp>
 #include <rmm/mr/arena_memory_resource.hpp>
@@ -32,9 +37,15 @@
 
 #include <rmmgo.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -67,7 +78,10 @@ static int passed = 0, failed = 0;
 // A user-defined CCCL resource over an any_resource upstream, as RMM's users write them.
 class counting_resource {
  public:
-  explicit counting_resource(cuda::mr::any_resource<cuda::mr::device_accessible> upstream)
+  // Two parameters: a one-parameter constructor from an any_resource makes
+  // CCCL's __basic_any ask, while checking this class, whether it converts
+  // from itself (a recursive constraint; fake_cccl reproduces it).
+  counting_resource(std::in_place_t, cuda::mr::any_resource<cuda::mr::device_accessible> upstream)
       : upstream_{std::move(upstream)} {}
   void* allocate(cuda::stream_ref s, std::size_t bytes, std::size_t alignment = 256) {
     ++*count_;
@@ -94,6 +108,20 @@ class counting_resource {
   cuda::mr::any_resource<cuda::mr::device_accessible> upstream_;
   std::shared_ptr<int> count_ = std::make_shared<int>(0);
 };
+
+// Never set, and after a reset, the current resource is the device's initial
+// cuda resource, equal to RMM's initial_resource() (DEFAULT_MR_REF_TEST).
+static void test_initial_resource_is_current() {
+  auto const initial = rmm::device_async_resource_ref{rmm::mr::detail::initial_resource()};
+  CHECK(rmm::mr::get_current_device_resource_ref() == initial);
+  rmm::mr::set_current_device_resource(rmm::mr::cuda_memory_resource{});
+  rmm::mr::reset_current_device_resource();
+  CHECK(rmm::mr::get_current_device_resource_ref() == initial);
+  rmm::mr::pool_memory_resource pool{rmm::mr::cuda_memory_resource{}, 1 << 20};
+  auto old = rmm::mr::set_current_device_resource(pool);
+  CHECK(old == rmm::mr::cuda_memory_resource{} && rmm::mr::get_current_device_resource_ref() != initial);
+  rmm::mr::reset_current_device_resource();
+}
 
 static void test_pool_is_current_everywhere() {
   rmm::mr::cuda_memory_resource cuda;
@@ -129,7 +157,7 @@ static void test_pool_is_current_everywhere() {
 
 static void test_user_resource_over_any_resource() {
   rmm::mr::cuda_memory_resource cuda;
-  counting_resource counting{cuda};
+  counting_resource counting{std::in_place, cuda};
   {
     // A pool over a user-defined resource: the resource is registered with
     // librmmgo as an external resource.
@@ -298,11 +326,146 @@ static void test_containers_and_26_08_names() {
   stream.synchronize();
 }
 
+// device_uvector / device_scalar / device_buffer (RMM 26.08's semantics):
+// the element copies go through librmmgo, so the simulated device runs them.
+static void test_containers() {
+  rmm::cuda_stream stream;
+  rmm::device_uvector<std::int32_t> v(100, stream.view());
+  CHECK(v.size() == 100 && v.capacity() == 100 && !v.is_empty() && v.ssize() == 100);
+  CHECK(v.end() == v.begin() + 100 && v.rbegin().base() == v.end());
+  for (std::size_t i = 0; i < v.size(); ++i) { v.set_element(i, static_cast<std::int32_t>(i * 3), stream.view()); }
+  CHECK(v.element(7, stream.view()) == 21 && v.front_element(stream.view()) == 0 && v.back_element(stream.view()) == 297);
+  v.set_element_to_zero_async(7, stream.view());
+  CHECK(v.element(7, stream.view()) == 0);
+  CHECK_THROWS(v.element(100, stream.view()), rmm::out_of_range);
+  CHECK_THROWS(v.set_element(101, 1, stream.view()), rmm::out_of_range);
+  // resize within capacity keeps the storage; reserve past it moves and keeps the elements.
+  auto* before = v.data();
+  v.resize(50, stream.view());
+  CHECK(v.data() == before && v.size() == 50 && v.capacity() == 100);
+  v.reserve(200, stream.view());
+  CHECK(v.data() != before && v.size() == 50 && v.capacity() == 200 && v.element(49, stream.view()) == 147);
+  v.shrink_to_fit(stream.view());
+  CHECK(v.capacity() == 50 && v.element(10, stream.view()) == 30);
+  rmm::device_uvector<std::int32_t> copy(v, stream.view());
+  CHECK(copy.data() != v.data() && copy.size() == 50 && copy.element(10, stream.view()) == 30);
+  cuda::std::span<std::int32_t const> span = std::as_const(copy);
+  CHECK(span.data() == copy.data() && span.size() == 50);
+  auto* data = copy.data();
+  rmm::device_buffer storage = copy.release();
+  CHECK(copy.is_empty() && storage.data() == data && storage.size() == 50 * sizeof(std::int32_t));
+  constexpr auto too_many = std::numeric_limits<std::size_t>::max() / sizeof(std::uint64_t) + 1;
+  CHECK_THROWS(rmm::device_uvector<std::uint64_t>(too_many, stream.view()), rmm::invalid_argument);
+  rmm::device_uvector<double> d(1, stream.view());
+  double const neg_zero = -0.0;
+  d.set_element(0, neg_zero, stream.view());
+  CHECK(std::signbit(d.element(0, stream.view())));
+
+  rmm::device_scalar<float> scalar{2.5F, stream.view()};
+  CHECK(scalar.value(stream.view()) == 2.5F && scalar.size() == 1);
+  scalar.set_value_to_zero_async(stream.view());
+  CHECK(scalar.value(stream.view()) == 0.0F);
+  rmm::device_scalar<float> scalar2{scalar, stream.view()};
+  CHECK(scalar2.data() != scalar.data() && scalar2.value(stream.view()) == 0.0F);
+
+  // A buffer owns a copy of its resource and keeps its alignment.
+  rmm::device_buffer aligned{1000, 128, stream.view()};
+  CHECK(aligned.alignment() == 128 && rmm::is_pointer_aligned(aligned.data(), 128));
+  // Past the resource's 256 bytes: bad_alloc, as RMM's over-aligned device_uvector test expects.
+  CHECK_THROWS(rmm::device_buffer(1000, 512, stream.view()), rmm::bad_alloc);
+  CHECK_THROWS(rmm::device_buffer(10, 3, stream.view()), rmm::invalid_argument);
+  rmm::device_buffer from_pool = [&] {
+    rmm::mr::cuda_memory_resource cuda;
+    rmm::mr::pool_memory_resource pool{cuda, 1 << 20};
+    return rmm::device_buffer{4096, stream.view(), pool};  // the pool object dies here
+  }();
+  from_pool.resize(8192, stream.view());  // still allocates from the pool the buffer keeps
+  CHECK(from_pool.size() == 8192);
+  stream.synchronize();
+}
+
+// polymorphic_allocator and stream_allocator_adaptor (std::vector-compatible).
+static void test_allocators() {
+  rmm::cuda_stream stream;
+  rmm::mr::cuda_memory_resource cuda;
+  rmm::mr::polymorphic_allocator<int> alloc{cuda};
+  int* p = alloc.allocate(10, stream.view());
+  CHECK(p != nullptr);
+  alloc.deallocate(p, 10, stream.view());
+  rmm::mr::polymorphic_allocator<double> rebound{alloc};
+  CHECK(rebound == alloc);
+  // A copy of the same type: with CCCL (and fake_cccl's any_resource) this
+  // must not consider the any_resource constructor (a recursive constraint).
+  rmm::mr::polymorphic_allocator<int> same{alloc};
+  auto assigned = same;
+  CHECK(same == alloc && assigned == alloc);
+  rmm::mr::polymorphic_allocator<int> other{rmm::mr::pool_memory_resource{cuda, 0}};
+  CHECK(other != alloc);
+  rmm::mr::stream_allocator_adaptor<rmm::mr::polymorphic_allocator<int>> adapted{alloc, stream.view()};
+  CHECK(adapted.stream() == stream.view());
+  int* q = adapted.allocate(4);
+  adapted.deallocate(q, 4);
+  using rebound_t = std::allocator_traits<decltype(adapted)>::rebind_alloc<double>;
+  rebound_t as_double{adapted};
+  CHECK(as_double == adapted);
+  rmm::prefetch(q, 0, rmm::get_current_cuda_device(), stream.view());  // a hint: no effect here
+  CHECK(!rmm::process_is_exiting());
+}
+
+// tracking's map and log, the logging adaptor to a stream.
+static void test_tracking_and_logging() {
+  rmm::mr::cuda_memory_resource cuda;
+  rmm::mr::tracking_resource_adaptor tracking{cuda, true};
+  CHECK(tracking.get_outstanding_allocations().empty());
+  void* a = tracking.allocate_sync(1000);
+  void* b = tracking.allocate_sync(24);
+  auto const& map = tracking.get_outstanding_allocations();
+  CHECK(map.size() == 2 && map.count(a) == 1 && map.at(a).allocation_size == 1000 && map.at(b).allocation_size == 24);
+  CHECK(map.begin()->second.strace != nullptr);
+  std::ostringstream debug_log;
+  auto sink = std::make_shared<rapids_logger::ostream_sink_mt>(debug_log);
+  auto const old_level = rmm::default_logger().level();
+  rmm::default_logger().sinks().push_back(sink);
+  rmm::default_logger().set_level(rapids_logger::level_enum::debug);
+  tracking.log_outstanding_allocations();
+  rmm::default_logger().set_level(old_level);
+  rmm::default_logger().sinks().pop_back();
+  CHECK(debug_log.str().find("Outstanding Allocations") != std::string::npos);
+  tracking.deallocate_sync(a, 1000);
+  tracking.deallocate_sync(b, 24);
+  CHECK(tracking.get_outstanding_allocations().empty());
+
+  std::ostringstream csv;
+  {
+    rmm::mr::logging_resource_adaptor log_mr{cuda, csv, true};
+    void* p = log_mr.allocate_sync(100);
+    log_mr.deallocate_sync(p, 100);
+    CHECK_THROWS(log_mr.allocate_sync(std::size_t{1} << 50), rmm::out_of_memory);
+    std::istringstream lines{csv.str()};
+    std::string header, first, second, third;
+    std::getline(lines, header);
+    std::getline(lines, first);
+    std::getline(lines, second);
+    std::getline(lines, third);
+    CHECK(header == log_mr.header());
+    char ptr_text[32];
+    std::snprintf(ptr_text, sizeof ptr_text, "%p", p);
+    CHECK(first.find(std::string{",allocate,"} + ptr_text + ",100,") != std::string::npos);
+    CHECK(second.find(std::string{",free,"} + ptr_text + ",100,") != std::string::npos);
+    CHECK(third.find(",allocate failure,(nil),1125899906842624,") != std::string::npos);
+    CHECK(std::count(first.begin(), first.end(), ',') == 5);
+  }
+}
+
 int main() {
+  test_initial_resource_is_current();
   test_pool_is_current_everywhere();
   test_containers_and_26_08_names();
   test_user_resource_over_any_resource();
   test_adaptors_and_errors();
+  test_containers();
+  test_allocators();
+  test_tracking_and_logging();
   std::printf("rmm_api_test: %d checks passed, %d failed\n", passed, failed);
   std::printf("%d passed, %d failed\n", failed == 0 ? 1 : 0, failed == 0 ? 0 : 1);
   return failed == 0 ? 0 : 1;

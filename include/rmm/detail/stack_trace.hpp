@@ -1,28 +1,42 @@
-/* rmm/detail/stack_trace.hpp -- a captured call stack (rmmgo: the frames'
- * addresses, from glibc's backtrace(); printed as addresses). */
+/* rmm/detail/stack_trace.hpp -- a call stack, printable (rmmgo: the frames
+ * are captured with backtrace() where RMM_ENABLE_STACK_TRACES is defined, as
+ * RMM; tracking_resource_adaptor's stacks are librmmgo's, shown by
+ * get_outstanding_allocations_str()). */
 #pragma once
 #include <rmm/detail/export.hpp>
 
-#include <execinfo.h>
-
-#include <array>
 #include <cstddef>
 #include <ostream>
 #include <vector>
+
+#if defined(RMM_ENABLE_STACK_TRACES)
+#include <execinfo.h>
+
+#include <cstdlib>
+#endif
 
 namespace RMM_NAMESPACE::detail {
 
 class stack_trace {
  public:
   stack_trace() {
-    std::array<void*, 64> frames{};
-    int const depth = ::backtrace(frames.data(), static_cast<int>(frames.size()));
-    frames_.assign(frames.begin(), frames.begin() + (depth > 0 ? depth : 0));
+#if defined(RMM_ENABLE_STACK_TRACES)
+    void* frames[64];
+    int const depth = ::backtrace(frames, 64);
+    frames_.assign(frames, frames + (depth > 0 ? depth : 0));
+#endif
   }
   friend std::ostream& operator<<(std::ostream& os, stack_trace const& trace) {
+#if defined(RMM_ENABLE_STACK_TRACES)
+    char** names = ::backtrace_symbols(trace.frames_.data(), static_cast<int>(trace.frames_.size()));
     for (std::size_t i = 0; i < trace.frames_.size(); ++i) {
-      os << "#" << i << " " << trace.frames_[i] << "\n";
+      os << "#" << i << " in " << (names != nullptr ? names[i] : "?") << '\n';
     }
+    std::free(names);
+#else
+    (void)trace;
+    os << "stack traces disabled" << '\n';
+#endif
     return os;
   }
 

@@ -48,6 +48,18 @@ inline cuda_memory_resource& initial_resource() {
   return mr;
 }
 
+/// A C++ object for a handle C++ was not given (adopted): a
+/// cuda_memory_resource for a cuda handle (a device's initial resource, so
+/// that it compares equal to initial_resource(), as RMM's), else a
+/// foreign_resource.
+inline any_device_resource stand_in(rmm_resource_t adopted) {
+  rmm_resource_kind kind{};
+  if (rmm_resource_kind_of(adopted, &kind) == RMM_SUCCESS && kind == RMM_RESOURCE_CUDA) {
+    return any_device_resource{cuda_memory_resource{adopt_handle, adopted}};
+  }
+  return any_device_resource{foreign_resource{adopted}};
+}
+
 /// The previous resource of slot, given the library's previous handle
 /// (adopted): the object C++ was given when it is still the one, else the
 /// handle itself.
@@ -56,7 +68,7 @@ inline any_device_resource take_previous(device_slot& slot, rmm_resource_t prev)
     (void)rmm_resource_release(prev);
     return std::move(*slot.object);
   }
-  return any_device_resource{foreign_resource{prev}};
+  return stand_in(prev);
 }
 
 }  // namespace detail
@@ -71,7 +83,7 @@ inline device_async_resource_ref get_per_device_resource_ref(cuda_device_id devi
     return device_async_resource_ref{*slot.object};
   }
   // Set from another language (or never set): stand for the library's resource.
-  slot.object.emplace(detail::foreign_resource{h});
+  slot.object.emplace(detail::stand_in(h));
   slot.handle = h;
   return device_async_resource_ref{*slot.object};
 }

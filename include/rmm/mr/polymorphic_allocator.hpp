@@ -14,9 +14,18 @@
 
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace RMM_NAMESPACE::mr {
+
+template <typename T>
+class polymorphic_allocator;
+
+template <class A>
+inline constexpr bool is_polymorphic_allocator_v = false;
+template <class T>
+inline constexpr bool is_polymorphic_allocator_v<polymorphic_allocator<T>> = true;
 
 template <typename T>
 class polymorphic_allocator {
@@ -24,7 +33,17 @@ class polymorphic_allocator {
   using value_type = T;
 
   polymorphic_allocator() = default;
-  polymorphic_allocator(cuda::mr::any_resource<cuda::mr::device_accessible> mr) : mr_{std::move(mr)} {}
+  /// Any device resource (implicit, as RMM's any_resource parameter). A
+  /// template whose first constraint turns polymorphic_allocators away: with
+  /// a plain any_resource parameter, copying an allocator asks whether the
+  /// allocator converts to an any_resource, which asks CCCL's __basic_any
+  /// whether the allocator is movable, which asks this constructor again
+  /// (GCC: "satisfaction of atomic constraint ... depends on itself").
+  template <class Resource>
+    requires(!is_polymorphic_allocator_v<std::remove_cvref_t<Resource>>) &&
+            std::is_constructible_v<cuda::mr::any_resource<cuda::mr::device_accessible>, Resource>
+  polymorphic_allocator(Resource&& mr)  // NOLINT(google-explicit-constructor)
+      : mr_{std::forward<Resource>(mr)} {}
   template <typename U>
   polymorphic_allocator(polymorphic_allocator<U> const& other) noexcept : mr_{other.get_upstream_resource()} {}
 

@@ -5,7 +5,15 @@
 #define FAKE_CCCL_CUDA_RUNTIME_API_H
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUmemPoolHandle_st* cudaMemPool_t;
-typedef enum cudaError { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 } cudaError_t;
+typedef enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorCudartUnloading = 4
+} cudaError_t;
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+#define cudaCpuDeviceId ((int)-1)
 #ifdef __cplusplus
 extern "C" {
 #endif

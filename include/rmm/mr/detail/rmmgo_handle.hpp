@@ -79,6 +79,10 @@ struct handle_state {
   }
 };
 
+/// Picks a class's constructor that takes over an existing librmmgo handle.
+struct adopt_handle_t {};
+inline constexpr adopt_handle_t adopt_handle{};
+
 /// The base of every rmm::mr class of rmmgo: copies share one librmmgo
 /// resource, as RMM's shared_resource-based classes share one impl.
 class handle_resource {

@@ -66,10 +66,12 @@ template <class... P>
 class any_resource {
  public:
   any_resource() = default;
-  template <class R, class D = std::decay_t<R>,
-            std::enable_if_t<!std::is_same_v<D, any_resource> && !fake::is_erased_wrapper<D>::value &&
-                                 resource_with<D, P...>,
-                             int> = 0>
+  // As CCCL's __basic_any, the value's movability and copyability are asked
+  // before its resource-ness (so a type that converts from an any_resource
+  // meets the same recursion it meets with CCCL).
+  template <class R, class D = std::decay_t<R>>
+    requires(!std::is_same_v<D, any_resource>) && (!fake::is_erased_wrapper<D>::value) &&
+            std::is_move_constructible_v<D> && std::is_copy_constructible_v<D> && resource_with<D, P...>
   any_resource(R&& r) : e_(std::make_unique<fake::model<D, true>>(std::forward<R>(r))) {}
   template <class... Q>
   any_resource(const resource_ref<Q...>& r);  // owns a copy of the referenced object
