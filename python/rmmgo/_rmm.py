@@ -2,7 +2,7 @@
 
 from . import mr
 from ._bindings import RMMError
-from .mr import _resources as _r
+from .mr._per_device import _DeviceScope
 
 __all__ = [
     "RMMError",
@@ -63,7 +63,7 @@ def _initialize(
         devices = [devices]
     base = mr.ManagedMemoryResource if managed_memory else mr.CudaMemoryResource
     for device in devices:
-        with _r._DeviceScope(device):
+        with _DeviceScope(device):
             res = base()
             if pool_allocator:
                 res = mr.PoolMemoryResource(res, initial_pool_size=initial_pool_size, maximum_pool_size=maximum_pool_size)

@@ -6,7 +6,7 @@ import os
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .. import mr as _mr
-from ..mr import _resources as _r
+from ..mr._handles import _current_device
 from . import _stats
 from ._options import resolve_settings
 
@@ -133,7 +133,7 @@ class RMMSetup(WorkerPlugin):
         no room for the pool, ValueError for a fraction that comes to nothing).
         """
         s = self.settings
-        device = _r._current_device()
+        device = _current_device()
         total = _mr.available_device_memory()[1]
 
         def size(name):
@@ -170,7 +170,7 @@ class RMMSetup(WorkerPlugin):
 
     def setup(self, worker=None):
         """Give the current device its resource; add the worker metrics (with a worker)."""
-        device = _r._current_device()
+        device = _current_device()
         try:
             res = self.make_resource(worker)
         except Exception:
