@@ -97,17 +97,9 @@ class RMMSetup(WorkerPlugin):
         track_allocations=None,
         statistics=None,
     ):
-        self.settings = resolve_settings(
-            initial_pool_size=initial_pool_size,
-            maximum_pool_size=maximum_pool_size,
-            managed_memory=managed_memory,
-            pool_allocator=pool_allocator,
-            async_allocator=async_allocator,
-            release_threshold=release_threshold,
-            log_directory=log_directory,
-            track_allocations=track_allocations,
-            statistics=statistics,
-        )
+        arguments = dict(locals())  # exactly the settings above, by name
+        del arguments["self"]
+        self.settings = resolve_settings(**arguments)
         self._reset_state()
 
     def _reset_state(self):
