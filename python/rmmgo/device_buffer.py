@@ -452,26 +452,25 @@ def to_device(b, stream=DEFAULT_STREAM, mr=None):
     return buf
 
 
-def copy_ptr_to_host(db, hb, stream=DEFAULT_STREAM):
-    """Copy len(hb) bytes from device pointer db into host buffer hb."""
+def _copy_with_host(db, hb, stream, to_host):
+    """Copy between device pointer db and host buffer hb (all of hb), then synchronize."""
     s = as_stream(stream)
     db = as_size_t(db, "db")
-    addr, n, keep = _host_buffer(hb, writable=True)
+    addr, n, keep = _host_buffer(hb, writable=to_host)
     if n:
-        _lib.rmm_memcpy(addr, db, n, s._handle)
+        _lib.rmm_memcpy(addr if to_host else db, db if to_host else addr, n, s._handle)
         _lib.rmm_stream_synchronize(s._handle)
     del keep
+
+
+def copy_ptr_to_host(db, hb, stream=DEFAULT_STREAM):
+    """Copy len(hb) bytes from device pointer db into host buffer hb."""
+    _copy_with_host(db, hb, stream, to_host=True)
 
 
 def copy_host_to_ptr(hb, db, stream=DEFAULT_STREAM):
     """Copy host buffer hb to device pointer db."""
-    s = as_stream(stream)
-    db = as_size_t(db, "db")
-    addr, n, keep = _host_buffer(hb, writable=False)
-    if n:
-        _lib.rmm_memcpy(db, addr, n, s._handle)
-        _lib.rmm_stream_synchronize(s._handle)
-    del keep
+    _copy_with_host(db, hb, stream, to_host=False)
 
 
 def copy_device_to_ptr(d_src, d_dst, count, stream=DEFAULT_STREAM):

@@ -76,32 +76,32 @@ def _cuda_python_enum(module, enum_name, code):
         return code
 
 
-class CUDARuntimeError(RuntimeError):
+class _CUDAError(RuntimeError):
+    """A failed CUDA call; ``status`` is its error code."""
+
+    _what = "CUDA"
+
+    def __init__(self, status, msg=None):
+        self.status = status
+        if msg is None:
+            msg = "%s error %d" % (self._what, int(status))
+        self.msg = msg
+        super().__init__(msg)
+
+    def __reduce__(self):
+        return (type(self), (self.status, self.msg))
+
+
+class CUDARuntimeError(_CUDAError):
     """A CUDA runtime call failed; ``status`` is the cudaError_t."""
 
-    def __init__(self, status, msg=None):
-        self.status = status
-        if msg is None:
-            msg = "CUDA runtime error %d" % int(status)
-        self.msg = msg
-        super().__init__(msg)
-
-    def __reduce__(self):
-        return (type(self), (self.status, self.msg))
+    _what = "CUDA runtime"
 
 
-class CUDADriverError(RuntimeError):
+class CUDADriverError(_CUDAError):
     """A CUDA driver call failed; ``status`` is the CUresult."""
 
-    def __init__(self, status, msg=None):
-        self.status = status
-        if msg is None:
-            msg = "CUDA driver error %d" % int(status)
-        self.msg = msg
-        super().__init__(msg)
-
-    def __reduce__(self):
-        return (type(self), (self.status, self.msg))
+    _what = "CUDA driver"
 
 
 def _query(fn, *args):
