@@ -258,6 +258,39 @@ func (f *FixedSize) popSettled(l *blockList) (fixedBlock, bool) {
 	return b, true
 }
 
+// forOthers reports whether another stream's list l may hold blocks this
+// stream can take: any free block of a durable stream's list, a settled one
+// of any other. No lock is needed: the counts are read as hints.
+func forOthers(l *blockList) bool {
+	if l.St.Durable() {
+		return l.Free.Load() != 0
+	}
+	return l.Settled.Load() != 0
+}
+
+// popForOthers takes a block of another stream's list l that this stream
+// can take (see forOthers), or returns false. l.mu is held.
+func (f *FixedSize) popForOthers(l *blockList) (fixedBlock, bool) {
+	if l.St.Durable() {
+		return f.pop(l)
+	}
+	return f.popSettled(l)
+}
+
+// publishInto publishes blocks into out[:len(blocks)], in order, and
+// returns how many it published: fewer only when the resource closed
+// meanwhile (Close takes every chunk back).
+func (f *FixedSize) publishInto(out []uintptr, blocks []fixedBlock) int {
+	for i, b := range blocks {
+		p, err := f.publish(b)
+		if err != nil {
+			return i
+		}
+		out[i] = p
+	}
+	return len(blocks)
+}
+
 // put files the free block b in l (l.mu held).
 func (f *FixedSize) put(l *blockList, b fixedBlock) {
 	if b.seq < l.Cut {
@@ -390,18 +423,11 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own
 			if l.St == st {
 				continue
 			}
-			durable := l.St.Durable()
-			if durable && l.Free.Load() == 0 || !durable && l.Settled.Load() == 0 {
+			if !forOthers(l) {
 				continue
 			}
 			l.Mu.Lock()
-			var b fixedBlock
-			var ok bool
-			if durable {
-				b, ok = f.pop(l)
-			} else {
-				b, ok = f.popSettled(l)
-			}
+			b, ok := f.popForOthers(l)
 			if ok {
 				l.St.Inflight.Add(1)
 			}

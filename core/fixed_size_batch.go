@@ -68,13 +68,10 @@ func (f *FixedSize) allocateMore(s Stream, out []uintptr) int {
 			k++
 		}
 		l.Mu.Unlock()
-		for _, b := range buf[:k] {
-			p, err := f.publish(b)
-			if err != nil {
-				return n // closed meanwhile: Close takes every chunk back
-			}
-			out[n] = p
-			n++
+		m := f.publishInto(out[n:], buf[:k])
+		n += m
+		if m < k {
+			return n // closed meanwhile
 		}
 		if n == len(out) {
 			break
@@ -102,8 +99,7 @@ func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintpt
 		if l.St == st {
 			continue
 		}
-		durable := l.St.Durable()
-		if durable && l.Free.Load() == 0 || !durable && l.Settled.Load() == 0 {
+		if !forOthers(l) {
 			continue
 		}
 		var buf [64]fixedBlock
@@ -111,13 +107,7 @@ func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintpt
 		var seq uint64
 		l.Mu.Lock()
 		for n+k < len(out) && k < len(buf) && !l.Retired {
-			var b fixedBlock
-			var ok bool
-			if durable {
-				b, ok = f.pop(l)
-			} else {
-				b, ok = f.popSettled(l)
-			}
+			b, ok := f.popForOthers(l)
 			if !ok {
 				break
 			}
@@ -144,13 +134,10 @@ func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintpt
 		if err != nil {
 			return n
 		}
-		for _, b := range buf[:k] {
-			p, err := f.publish(b)
-			if err != nil {
-				return n // closed meanwhile: Close takes every chunk back
-			}
-			out[n] = p
-			n++
+		m := f.publishInto(out[n:], buf[:k])
+		n += m
+		if m < k {
+			return n // closed meanwhile
 		}
 	}
 	return n
