@@ -6,12 +6,10 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core/internal/addr"
-	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
 )
@@ -67,201 +65,6 @@ type FixedSize struct {
 
 	closed  atomic.Bool
 	closeMu sync.Mutex
-}
-
-// fixedBlock is a free block: its free sequence number, its chunk and its
-// index in the chunk. 16 bytes: the address follows from the chunk, which
-// publishing the block loads anyway, and four entries share a cache line.
-type fixedBlock struct {
-	seq   uint64
-	chunk int32
-	idx   uint32
-}
-
-// blockList is one stream's free blocks in one shard: fresh ones (seq >=
-// cut, freed since the stream's last settle) and settled ones (seq < cut:
-// other streams may take them after waiting on the stream's event), each a
-// stack.
-type blockList struct {
-	streamorder.List
-	blocks []fixedBlock // fresh
-	set    []fixedBlock // settled
-}
-
-// settle moves the fresh blocks freed before cut to the settled stack and
-// sets l.Cut. l.mu is held.
-func (l *blockList) settle(cut uint64, blockSize uintptr) {
-	l.Cut = cut
-	k := 0
-	for _, b := range l.blocks {
-		if b.seq < cut {
-			l.set = append(l.set, b)
-			l.Settled.Add(blockSize)
-		} else {
-			l.blocks[k] = b
-			k++
-		}
-	}
-	clear(l.blocks[k:])
-	l.blocks = l.blocks[:k]
-}
-
-// fixedIndex finds the chunk holding an address, usually in one cache
-// line. The address space is cut in granules of 2^g bytes, g the largest
-// power of two not above the chunk size, so at most one chunk starts in a
-// granule, at most one holds its first byte, and a chunk touches at most
-// three granules. Each granule has a 64-byte slot holding the chunk that
-// starts in it (its record: address, id, bitmap) and saying where it starts
-// and how many granules back the chunk holding its first byte starts. A
-// lookup reads the address's slot, and when the address lies before the
-// chunk starting there, the slot one (or two) granules back. Slots are
-// grouped in directories of fixedDirSize, made as chunks arrive.
-type fixedIndex struct {
-	g    uint
-	size uintptr                   // the size of every chunk
-	dirs atomic.Pointer[fixedDirs] // never modified once published
-}
-
-type fixedDirs struct {
-	keys []uintptr // granule >> fixedDirBits, sorted
-	dirs []*[fixedDirSize]fixedSlot
-	// flat is dirs by key - keys[0] (nil where there is none) when the keys
-	// span at most fixedFlatMax entries, as they do when the chunks come
-	// from one pool or one device's address range: then a lookup is one
-	// load rather than a binary search, whose branches a random workload
-	// mispredicts.
-	flat  []*[fixedDirSize]fixedSlot
-	first uintptr // keys[0], with flat
-}
-
-// fixedSlot describes one granule, in one cache line (directories are
-// page-aligned).
-type fixedSlot struct {
-	// word is back<<62 | start. start is 1 + the offset in the granule of
-	// the chunk starting in it, 0 when none does; back (1 or 2) is how many
-	// granules back the chunk holding the granule's first byte starts, 0
-	// when none does. Set by add, which writes chunk before it stores start;
-	// never cleared (Close drops the whole index).
-	word  atomic.Uint64
-	chunk fixedChunk // the chunk starting in the granule, once start is set
-}
-
-const (
-	fixedBackShift = 62
-	fixedStartMask = 1<<fixedBackShift - 1
-)
-
-const (
-	fixedDirBits = 9 // 32 KiB directories
-	fixedDirSize = 1 << fixedDirBits
-	fixedFlatMax = 1 << 12 // 32 KiB of directory pointers at most
-)
-
-// slot returns granule gr's slot, or nil. The flat table's path is small
-// enough to be inlined; sparse layouts search.
-func (d *fixedDirs) slot(gr uintptr) *fixedSlot {
-	if k := gr>>fixedDirBits - d.first; k < uintptr(len(d.flat)) {
-		if dir := d.flat[k]; dir != nil {
-			return &dir[gr&(fixedDirSize-1)]
-		}
-		return nil
-	}
-	return d.search(gr)
-}
-
-// search is slot without the flat table (there is none, or gr lies
-// outside it).
-func (d *fixedDirs) search(gr uintptr) *fixedSlot {
-	if i := addr.Search(d.keys, gr>>fixedDirBits); i >= 0 && d.keys[i] == gr>>fixedDirBits {
-		return &d.dirs[i][gr&(fixedDirSize-1)]
-	}
-	return nil
-}
-
-// find returns the chunk holding ptr, or nil.
-func (x *fixedIndex) find(ptr uintptr) *fixedChunk {
-	gr := ptr >> x.g
-	d := x.dirs.Load()
-	var s *fixedSlot
-	// d.slot(gr), its common case inlined by hand (a call would make slot
-	// too costly for the compiler to inline).
-	if k := gr>>fixedDirBits - d.first; k < uintptr(len(d.flat)) && d.flat[k] != nil {
-		s = &d.flat[k][gr&(fixedDirSize-1)]
-	} else if s = d.search(gr); s == nil {
-		return nil
-	}
-	w := s.word.Load()
-	if st := uintptr(w & fixedStartMask); st == 0 || ptr-gr<<x.g < st-1 {
-		// ptr lies before the chunk starting in its granule, if any: in the
-		// chunk holding the granule's first byte, if any.
-		back := uintptr(w >> fixedBackShift)
-		if back == 0 || back > gr {
-			return nil
-		}
-		if s = d.slot(gr - back); s == nil {
-			return nil
-		}
-	}
-	c := &s.chunk
-	if ptr-c.base >= x.size {
-		return nil
-	}
-	return c
-}
-
-// add makes a record for a chunk of x.size bytes at base with the given id
-// and returns it; the caller serializes adds.
-func (x *fixedIndex) add(base uintptr, id int32, words int) *fixedChunk {
-	gr0 := base >> x.g
-	s := x.makeSlot(gr0)
-	c := &s.chunk
-	c.base, c.id = base, id
-	if words <= len(c.inline) {
-		c.used = c.inline[:words]
-	} else {
-		c.used = make([]atomic.Uint64, words)
-	}
-	s.word.Store(s.word.Load() | uint64(base-gr0<<x.g+1))
-	for gr := gr0 + 1; gr <= (base+x.size-1)>>x.g; gr++ {
-		t := x.makeSlot(gr)
-		t.word.Store(t.word.Load() | uint64(gr-gr0)<<fixedBackShift)
-	}
-	return c
-}
-
-// makeSlot returns granule gr's slot, making its directory if need be; the
-// caller serializes adds.
-func (x *fixedIndex) makeSlot(gr uintptr) *fixedSlot {
-	key := gr >> fixedDirBits
-	old := x.dirs.Load()
-	i := sort.Search(len(old.keys), func(i int) bool { return old.keys[i] >= key })
-	if i == len(old.keys) || old.keys[i] != key {
-		nd := &fixedDirs{
-			keys: append(append(append(make([]uintptr, 0, len(old.keys)+1), old.keys[:i]...), key), old.keys[i:]...),
-			dirs: append(append(append(make([]*[fixedDirSize]fixedSlot, 0, len(old.dirs)+1), old.dirs[:i]...), new([fixedDirSize]fixedSlot)), old.dirs[i:]...),
-		}
-		if span := nd.keys[len(nd.keys)-1] - nd.keys[0] + 1; span <= fixedFlatMax {
-			nd.flat, nd.first = make([]*[fixedDirSize]fixedSlot, span), nd.keys[0]
-			for j, k := range nd.keys {
-				nd.flat[k-nd.keys[0]] = nd.dirs[j]
-			}
-		}
-		x.dirs.Store(nd)
-		old = nd
-	}
-	return &old.dirs[i][gr&(fixedDirSize-1)]
-}
-
-// fixedChunk is the record of one upstream allocation of perChunk blocks,
-// kept in the index slot of the granule where it starts, with a bit per
-// block set while the block is allocated. The bitmap of a chunk of up to
-// 128 blocks (the default) is inline, so that finding a block's chunk and
-// flipping its bit touch one cache line.
-type fixedChunk struct {
-	base   uintptr
-	used   []atomic.Uint64 // inline[:n], or its own array for larger chunks
-	id     int32
-	inline [2]atomic.Uint64
 }
 
 // NewFixedSize returns a fixed-size resource over upstream. It fetches the
@@ -454,6 +257,39 @@ func (f *FixedSize) popSettled(l *blockList) (fixedBlock, bool) {
 	return b, true
 }
 
+// forOthers reports whether another stream's list l may hold blocks this
+// stream can take: any free block of a durable stream's list, a settled one
+// of any other. No lock is needed: the counts are read as hints.
+func forOthers(l *blockList) bool {
+	if l.St.Durable() {
+		return l.Free.Load() != 0
+	}
+	return l.Settled.Load() != 0
+}
+
+// popForOthers takes a block of another stream's list l that this stream
+// can take (see forOthers), or returns false. l.mu is held.
+func (f *FixedSize) popForOthers(l *blockList) (fixedBlock, bool) {
+	if l.St.Durable() {
+		return f.pop(l)
+	}
+	return f.popSettled(l)
+}
+
+// publishInto publishes blocks into out[:len(blocks)], in order, and
+// returns how many it published: fewer only when the resource closed
+// meanwhile (Close takes every chunk back).
+func (f *FixedSize) publishInto(out []uintptr, blocks []fixedBlock) int {
+	for i, b := range blocks {
+		p, err := f.publish(b)
+		if err != nil {
+			return i
+		}
+		out[i] = p
+	}
+	return len(blocks)
+}
+
 // put files the free block b in l (l.mu held).
 func (f *FixedSize) put(l *blockList, b fixedBlock) {
 	if b.seq < l.Cut {
@@ -586,18 +422,11 @@ func (f *FixedSize) allocateSlow(s Stream, sl *streamorder.Lists[blockList], own
 			if l.St == st {
 				continue
 			}
-			durable := l.St.Durable()
-			if durable && l.Free.Load() == 0 || !durable && l.Settled.Load() == 0 {
+			if !forOthers(l) {
 				continue
 			}
 			l.Mu.Lock()
-			var b fixedBlock
-			var ok bool
-			if durable {
-				b, ok = f.pop(l)
-			} else {
-				b, ok = f.popSettled(l)
-			}
+			b, ok := f.popForOthers(l)
 			if ok {
 				l.St.Inflight.Add(1)
 			}
@@ -873,165 +702,3 @@ func (f *FixedSize) Close() error {
 	errs = append(errs, f.eng.Close())
 	return errors.Join(errs...)
 }
-
-// The resource as a Cacheable one (cache.go).
-
-// CacheLimits: every request up to the block size gets a block (none when
-// blocks are larger than cachepolicy.MaxBlock); the budget follows the
-// chunks the resource holds.
-func (f *FixedSize) CacheLimits() CacheLimits {
-	if f.blockSize > cachepolicy.MaxBlock {
-		return CacheLimits{}
-	}
-	return cacheLimits(f.blockSize, f.blockSize, f.chunkBytes())
-}
-
-// AllocateBatch allocates the first block as Allocate does, the others
-// from the blocks free in the stream's list in the caller's shard.
-func (f *FixedSize) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error) {
-	if len(out) == 0 {
-		return 0, nil
-	}
-	first, err := f.Allocate(s, size, DefaultAlignment)
-	if err != nil {
-		return 0, err
-	}
-	out[0] = first
-	return 1 + f.allocateMore(s, out[1:]), nil
-}
-
-// allocateMore fills out with blocks free in the stream's own lists (the
-// caller's shard first), without growing or waiting; it returns how many.
-func (f *FixedSize) allocateMore(s Stream, out []uintptr) int {
-	if len(out) == 0 || f.closed.Load() {
-		return 0
-	}
-	sl := f.eng.Default()
-	if s != DefaultStream && s != cudart.LegacyDefaultStream {
-		if s == cudart.PerThreadDefaultStream {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-		}
-		var err error
-		if sl, err = f.eng.Lookup(s); err != nil {
-			return 0
-		}
-	}
-	n := 0
-	mine := f.eng.Shard()
-	for i := range sl.Shards {
-		l := sl.Shards[(uint32(i)+mine)%uint32(len(sl.Shards))].Load()
-		if l == nil || l.Free.Load() == 0 {
-			continue
-		}
-		var buf [64]fixedBlock
-		k := 0
-		l.Mu.Lock()
-		for n+k < len(out) && k < len(buf) && !l.Retired && len(l.blocks)+len(l.set) > 0 {
-			buf[k], _ = f.pop(l)
-			k++
-		}
-		l.Mu.Unlock()
-		for _, b := range buf[:k] {
-			p, err := f.publish(b)
-			if err != nil {
-				return n // closed meanwhile: Close takes every chunk back
-			}
-			out[n] = p
-			n++
-		}
-		if n == len(out) {
-			break
-		}
-	}
-	if n < len(out) {
-		n += f.allocateOthers(s, sl.St, out[n:])
-	}
-	return n
-}
-
-// allocateOthers fills out with blocks other streams' lists hold that s
-// may use after one wait per list (settled blocks of a stream, or any
-// block of the legacy default stream, where flushed and reclaimed blocks
-// go), as allocateSlow takes one at a time: a refill on a stream whose own
-// lists are empty then takes a batch in one crossing, not one block a
-// crossing (two threads on their own streams: each takes the other's
-// drained blocks). It returns how many.
-func (f *FixedSize) allocateOthers(s Stream, st *streamorder.State, out []uintptr) int {
-	n := 0
-	for _, l := range f.eng.AllLists() {
-		if n == len(out) {
-			break
-		}
-		if l.St == st {
-			continue
-		}
-		durable := l.St.Durable()
-		if durable && l.Free.Load() == 0 || !durable && l.Settled.Load() == 0 {
-			continue
-		}
-		var buf [64]fixedBlock
-		k := 0
-		var seq uint64
-		l.Mu.Lock()
-		for n+k < len(out) && k < len(buf) && !l.Retired {
-			var b fixedBlock
-			var ok bool
-			if durable {
-				b, ok = f.pop(l)
-			} else {
-				b, ok = f.popSettled(l)
-			}
-			if !ok {
-				break
-			}
-			buf[k] = b
-			seq = max(seq, b.seq)
-			k++
-		}
-		if k > 0 {
-			l.St.Inflight.Add(1)
-		}
-		l.Mu.Unlock()
-		if k == 0 {
-			continue
-		}
-		err := f.eng.OrderAfter(s, st, l.St, seq)
-		if err != nil {
-			l.Mu.Lock()
-			for _, b := range buf[:k] {
-				f.put(l, b)
-			}
-			l.Mu.Unlock()
-		}
-		l.St.Inflight.Add(-1) // after the blocks went back: l stays in the engine till then
-		if err != nil {
-			return n
-		}
-		for _, b := range buf[:k] {
-			p, err := f.publish(b)
-			if err != nil {
-				return n // closed meanwhile: Close takes every chunk back
-			}
-			out[n] = p
-			n++
-		}
-	}
-	return n
-}
-
-// DeallocateBatch deallocates each block.
-func (f *FixedSize) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error {
-	return deallocateBatch(f.deallocateUnclaimed, s, size, ptrs)
-}
-
-// CheckFree: a block is taken back with any size up to the block size.
-func (f *FixedSize) CheckFree(ptr, bytes, allocated uintptr) error {
-	if bytes > f.blockSize {
-		return fmt.Errorf("%s: %w: deallocating %d bytes at %#x, more than a block (%d bytes)", kindFixedSize, ErrInvalidArgument, bytes, ptr, f.blockSize)
-	}
-	return nil
-}
-
-// AttachCache attaches c (see Cacheable).
-func (f *FixedSize) AttachCache(c BlockCache) func() { return f.caches.attach(c) }

@@ -218,17 +218,22 @@ func (c *Counting) Peak() uintptr { return uintptr(c.peak.Load()) }
 // Current returns the bytes held now.
 func (c *Counting) Current() uintptr { return uintptr(c.cur.Load()) }
 
+// count adds bytes to the bytes held and raises the peak to match.
+func (c *Counting) count(bytes uintptr) {
+	n := c.cur.Add(int64(bytes))
+	for {
+		pk := c.peak.Load()
+		if n <= pk || c.peak.CompareAndSwap(pk, n) {
+			return
+		}
+	}
+}
+
 // Allocate allocates from Inner and counts the bytes.
 func (c *Counting) Allocate(s core.Stream, bytes, alignment uintptr) (uintptr, error) {
 	p, err := c.Inner.Allocate(s, bytes, alignment)
 	if err == nil && p != 0 {
-		n := c.cur.Add(int64(bytes))
-		for {
-			pk := c.peak.Load()
-			if n <= pk || c.peak.CompareAndSwap(pk, n) {
-				break
-			}
-		}
+		c.count(bytes)
 	}
 	return p, err
 }
@@ -247,13 +252,7 @@ func (c *Counting) Deallocate(s core.Stream, p, bytes, alignment uintptr) error 
 func (c *Counting) AllocateSync(bytes, alignment uintptr) (uintptr, error) {
 	p, err := c.Inner.AllocateSync(bytes, alignment)
 	if err == nil && p != 0 {
-		n := c.cur.Add(int64(bytes))
-		for {
-			pk := c.peak.Load()
-			if n <= pk || c.peak.CompareAndSwap(pk, n) {
-				break
-			}
-		}
+		c.count(bytes)
 	}
 	return p, err
 }

@@ -2,7 +2,7 @@
 
 from . import mr
 from ._bindings import RMMError
-from .mr import _resources as _r
+from .mr._per_device import _DeviceScope
 
 __all__ = [
     "RMMError",
@@ -34,17 +34,10 @@ def reinitialize(
     inserted per device). Hooks registered with register_reinitialize_hook
     run first, the latest first.
     """
+    arguments = dict(locals())  # exactly _initialize's arguments, by name
     for func, args, kwargs in reversed(_reinitialize_hooks):
         func(*args, **kwargs)
-    _initialize(
-        pool_allocator=pool_allocator,
-        managed_memory=managed_memory,
-        initial_pool_size=initial_pool_size,
-        maximum_pool_size=maximum_pool_size,
-        devices=devices,
-        logging=logging,
-        log_file_name=log_file_name,
-    )
+    _initialize(**arguments)
 
 
 def _initialize(
@@ -63,7 +56,7 @@ def _initialize(
         devices = [devices]
     base = mr.ManagedMemoryResource if managed_memory else mr.CudaMemoryResource
     for device in devices:
-        with _r._DeviceScope(device):
+        with _DeviceScope(device):
             res = base()
             if pool_allocator:
                 res = mr.PoolMemoryResource(res, initial_pool_size=initial_pool_size, maximum_pool_size=maximum_pool_size)

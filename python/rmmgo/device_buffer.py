@@ -16,7 +16,8 @@ from operator import index as _index
 from . import _bindings as _b
 from ._utils import SIZE_MAX as _SIZE_MAX
 from ._utils import as_size_t
-from .mr import _resources as _mr
+from .mr import _per_device
+from .mr._base import DeviceMemoryResource as _DMR
 from .stream import DEFAULT_STREAM, Stream, as_stream
 
 __all__ = [
@@ -28,7 +29,6 @@ __all__ = [
 ]
 
 _lib = _b.lib
-_DMR = _mr.DeviceMemoryResource
 _numpy = None
 
 
@@ -144,8 +144,8 @@ class DeviceBuffer:
     # kept resource is looked up by).
     _alloc = _allocate
     _free = _lib.rmm_deallocate_direct
-    _token = _mr._token
-    _current = _mr._current_by_token
+    _token = _per_device._token
+    _current = _per_device._current_by_token
 
     def __init__(self, *, ptr=0, size=0, stream=DEFAULT_STREAM, mr=None):
         self._release = _NOTHING
@@ -159,7 +159,7 @@ class DeviceBuffer:
             tok = self._token()
             mr = self._current.get(tok)
             if mr is None:
-                mr = _mr._current_resource_slow(tok)
+                mr = _per_device._current_resource_slow(tok)
         elif not isinstance(mr, _DMR):
             raise TypeError("mr must be a memory resource, not %s" % type(mr).__name__)
         self._mr = mr
@@ -421,7 +421,7 @@ def _buffer(size, stream, mr=None):
         tok = _token()
         mr = _current.get(tok)
         if mr is None:
-            mr = _mr._current_resource_slow(tok)
+            mr = _per_device._current_resource_slow(tok)
     buf._mr = mr
     buf._stream = stream
     buf._size = buf._capacity = size
@@ -452,26 +452,25 @@ def to_device(b, stream=DEFAULT_STREAM, mr=None):
     return buf
 
 
-def copy_ptr_to_host(db, hb, stream=DEFAULT_STREAM):
-    """Copy len(hb) bytes from device pointer db into host buffer hb."""
+def _copy_with_host(db, hb, stream, to_host):
+    """Copy between device pointer db and host buffer hb (all of hb), then synchronize."""
     s = as_stream(stream)
     db = as_size_t(db, "db")
-    addr, n, keep = _host_buffer(hb, writable=True)
+    addr, n, keep = _host_buffer(hb, writable=to_host)
     if n:
-        _lib.rmm_memcpy(addr, db, n, s._handle)
+        _lib.rmm_memcpy(addr if to_host else db, db if to_host else addr, n, s._handle)
         _lib.rmm_stream_synchronize(s._handle)
     del keep
+
+
+def copy_ptr_to_host(db, hb, stream=DEFAULT_STREAM):
+    """Copy len(hb) bytes from device pointer db into host buffer hb."""
+    _copy_with_host(db, hb, stream, to_host=True)
 
 
 def copy_host_to_ptr(hb, db, stream=DEFAULT_STREAM):
     """Copy host buffer hb to device pointer db."""
-    s = as_stream(stream)
-    db = as_size_t(db, "db")
-    addr, n, keep = _host_buffer(hb, writable=False)
-    if n:
-        _lib.rmm_memcpy(db, addr, n, s._handle)
-        _lib.rmm_stream_synchronize(s._handle)
-    del keep
+    _copy_with_host(db, hb, stream, to_host=False)
 
 
 def copy_device_to_ptr(d_src, d_dst, count, stream=DEFAULT_STREAM):

@@ -21,7 +21,10 @@ import json
 from ctypes import CFUNCTYPE, byref, c_int, c_size_t, c_void_p
 
 from . import _bindings as _b
-from .mr import _resources as _r
+from ._utils import parse_bytes
+from .mr import _per_device
+from .mr._base import UpstreamResourceAdaptor, _handle_of
+from .mr._handles import _keep_forever
 
 __all__ = [
     "memory_snapshot",
@@ -50,8 +53,8 @@ def memory_snapshot(mr=None, path=None):
     pickle that ``torch.cuda.memory._dump_snapshot`` writes.
     """
     if mr is None:
-        mr = _r.get_current_device_resource()
-    h = _r._handle_of(mr, "mr")
+        mr = _per_device.get_current_device_resource()
+    h = _handle_of(mr, "mr")
     out = c_void_p()
     _lib.rmm_memory_snapshot_json(h, byref(out))
     try:
@@ -63,7 +66,7 @@ def memory_snapshot(mr=None, path=None):
     return data
 
 
-class PressureResourceAdaptor(_r.UpstreamResourceAdaptor):
+class PressureResourceAdaptor(UpstreamResourceAdaptor):
     """Watches live bytes through it: callbacks at thresholds and on failure.
 
     ``on_cross(threshold, live_bytes, up)`` is called when live bytes reach a
@@ -79,7 +82,7 @@ class PressureResourceAdaptor(_r.UpstreamResourceAdaptor):
     _kind = None
 
     def __init__(self, upstream_mr, thresholds=(), on_cross=None, on_failure=None, history=0):
-        thresholds = [int(_r.parse_bytes(t)) if isinstance(t, str) else int(t) for t in thresholds]
+        thresholds = [int(parse_bytes(t)) if isinstance(t, str) else int(t) for t in thresholds]
         if thresholds and not callable(on_cross):
             raise TypeError("thresholds need a callable on_cross")
         if on_failure is not None and not callable(on_failure):
@@ -107,11 +110,11 @@ class PressureResourceAdaptor(_r.UpstreamResourceAdaptor):
 
             fail_cb = PressureFailureCallback(_fail)
         self._callbacks = (cross_cb, fail_cb)  # alive as long as the adaptor
-        _r._keep_forever(cross_cb, fail_cb)  # and the handle, which C code may hold longer
+        _keep_forever(cross_cb, fail_cb)  # and the handle, which C code may hold longer
         arr = (c_size_t * max(len(thresholds), 1))(*thresholds)
         out = c_void_p()
         _lib.rmm_pressure_resource_create(
-            _r._handle_of(upstream_mr),
+            _handle_of(upstream_mr),
             arr,
             len(thresholds),
             ctypes.cast(cross_cb, c_void_p) if cross_cb else None,

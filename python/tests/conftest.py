@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -120,6 +121,26 @@ def require_devices(n):
     if least >= n:
         pytest.fail("needs %d devices: RMMGO_TEST_MIN_DEVICES=%d, but the library sees %d" % (n, least, have))
     pytest.skip("needs %d devices, the machine has %d" % (n, have))
+
+
+def run_threads(n, work):
+    """Run work(k) for k = 0 .. n-1, each on a thread of its own, at once;
+    then raise the first exception a thread raised, if any."""
+    errors = []
+
+    def run(k):
+        try:
+            work(k)
+        except BaseException as exc:  # raised below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture(autouse=True)

@@ -2,14 +2,13 @@
 
 import gc
 import os
-import threading
 
 import pytest
 
 import rmmgo as rmm
 from rmmgo import _bindings as b
 from rmmgo import mr
-from conftest import ON_GPU, simulated_only
+from conftest import ON_GPU, run_threads, simulated_only
 
 Kind = b.ResourceKind
 
@@ -331,22 +330,13 @@ def test_failure_callback_retries():
 def test_resources_are_usable_from_many_threads():
     pool = mr.PoolMemoryResource(mr.CudaMemoryResource(), initial_pool_size="16MiB")
     stats = mr.StatisticsResourceAdaptor(pool)
-    errors = []
 
-    def work():
-        try:
-            for i in range(300):
-                buf = rmm.DeviceBuffer(size=(i % 17 + 1) * 100, mr=stats)
-                del buf
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+    def work(_k):
+        for i in range(300):
+            buf = rmm.DeviceBuffer(size=(i % 17 + 1) * 100, mr=stats)
+            del buf
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(8, work)
     c = stats.allocation_counts
     assert c.current_bytes == 0 and c.total_count == 8 * 300
 

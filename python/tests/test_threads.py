@@ -12,6 +12,7 @@ import time
 
 import rmmgo as rmm
 from rmmgo import mr
+from conftest import run_threads
 
 N = 1000
 ROUNDS = 15
@@ -60,25 +61,16 @@ def test_concurrent_threads_share_one_resource():
     stats = mr.StatisticsResourceAdaptor(mr.CudaAsyncMemoryResource())
     mr.set_current_device_resource(stats)
     barrier = threading.Barrier(8)
-    errors = []
 
     def work(seed):
-        try:
-            barrier.wait()
-            bufs = []
-            for i in range(500):
-                bufs.append(rmm.DeviceBuffer(size=(seed * 31 + i) % 4096 + 1))
-                if len(bufs) > 16:
-                    bufs.pop(0)
-            bufs.clear()
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        barrier.wait()
+        bufs = []
+        for i in range(500):
+            bufs.append(rmm.DeviceBuffer(size=(seed * 31 + i) % 4096 + 1))
+            if len(bufs) > 16:
+                bufs.pop(0)
+        bufs.clear()
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(8, work)
     s = stats.allocation_counts
     assert s.current_count == 0 and s.current_bytes == 0 and s.total_count == 8 * 500

@@ -370,14 +370,7 @@ static void test_tracking(void) {
   EXPECT_OK(rmm_resource_release(mr));
 }
 
-static int setup(void) {
-  const char* backend = NULL;
-  if (rmm_backend_name(&backend) != RMM_SUCCESS) {
-    return 1;
-  }
-  printf("backend: %s\n", backend);
-  return rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda) != RMM_SUCCESS;
-}
+static int setup(void) { return test_setup_cuda(&cuda); }
 
 static void teardown(void) { EXPECT_OK(rmm_resource_release(cuda)); }
 

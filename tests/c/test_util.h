@@ -208,6 +208,17 @@ static inline int test_simulated(void) {
   return rmm_backend_name(&backend) == RMM_SUCCESS && strcmp(backend, "simulated") == 0;
 }
 
+/* test_setup_cuda: the usual setup, a cuda resource the tests share in
+ * *cuda, after printing the backend; 0 on success. */
+static inline int test_setup_cuda(rmm_resource_t* cuda) {
+  const char* backend = NULL;
+  if (rmm_backend_name(&backend) != RMM_SUCCESS) {
+    return 1;
+  }
+  printf("backend: %s\n", backend);
+  return rmm_resource_create(RMM_RESOURCE_CUDA, NULL, cuda) != RMM_SUCCESS;
+}
+
 /* test_make: a resource of kind over upstream with default options, or
  * NULL (and a note) when this library or device does not support it. */
 static inline rmm_resource_t test_make(rmm_resource_kind kind, rmm_resource_t upstream) {

@@ -972,6 +972,41 @@ static void* current_thread(void* argp) {
   return NULL;
 }
 
+/* kinds[]'s name for kind. */
+static const char* kind_name(rmm_resource_kind kind) {
+  for (int k = 0; k < NKINDS; k++) {
+    if (kinds[k].kind == kind) return kinds[k].name;
+  }
+  return "?";
+}
+
+/* A new resource of kind in *out: a sub-allocator (pool, arena, binning,
+ * fixed_size) over a cuda upstream that it alone holds, with small sizes (a
+ * pool that starts empty, an arena of arena_size, bins 2^BIN_MIN_EXP to
+ * 2^BIN_MAX_EXP, blocks of block_size, 16 at a time); any other kind from
+ * its defaults. Failures are counted under name. */
+static bool make_resource(rmm_resource_kind kind, size_t arena_size, size_t block_size, const char* name,
+                          rmm_resource_t* out) {
+  bool sub = kind == RMM_RESOURCE_POOL || kind == RMM_RESOURCE_ARENA || kind == RMM_RESOURCE_BINNING ||
+             kind == RMM_RESOURCE_FIXED_SIZE;
+  rmm_resource_t cuda = NULL;
+  rmm_resource_options o;
+  rmm_resource_options_init(&o);
+  if (sub) {
+    if (!must(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda), name, "creating cuda")) return false;
+    o.upstream = cuda;
+    o.initial_pool_size = 0;
+    o.arena_size = arena_size;
+    o.min_size_exponent = BIN_MIN_EXP;
+    o.max_size_exponent = BIN_MAX_EXP;
+    o.block_size = block_size;
+    o.blocks_to_preallocate = 16;
+  }
+  bool ok = must(rmm_resource_create(kind, sub ? &o : NULL, out), name, "creating the resource");
+  if (cuda != NULL) rmm_resource_release(cuda);
+  return ok;
+}
+
 static void scenario_current(void) {
   const char* name = "current";
   static const rmm_resource_kind all[] = {RMM_RESOURCE_POOL, RMM_RESOURCE_ARENA, RMM_RESOURCE_BINNING,
@@ -1009,26 +1044,13 @@ static void scenario_current(void) {
   rmm_get_device(&device);
   while (another_round(done, rounds, t0)) {
     rmm_resource_kind kind = cycle[done % ncycle];
-    rmm_resource_t cuda = NULL, mr = NULL, prev = NULL;
-    rmm_resource_options o;
-    rmm_resource_options_init(&o);
-    bool ok = true;
-    if (kind == RMM_RESOURCE_POOL || kind == RMM_RESOURCE_ARENA || kind == RMM_RESOURCE_BINNING) {
-      ok = must(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda), name, "creating cuda");
-      o.upstream = cuda;
-      o.initial_pool_size = 0;
-      o.arena_size = 128 * MiB;
-      o.min_size_exponent = BIN_MIN_EXP;
-      o.max_size_exponent = BIN_MAX_EXP;
-    }
-    ok = ok && must(rmm_resource_create(kind, o.upstream != NULL ? &o : NULL, &mr), name, "creating a resource");
-    if (cuda != NULL) rmm_resource_release(cuda);
-    if (!ok) break;
+    rmm_resource_t mr = NULL, prev = NULL;
+    if (!make_resource(kind, 128 * MiB, 64 * KiB, name, &mr)) break;
     /* Set it current (every other round through the per-device call); the
      * slot then holds the only reference. */
     rmm_status st = done % 2 == 0 ? rmm_set_current_device_resource(mr, &prev)
                                   : rmm_set_per_device_resource(device, mr, &prev);
-    ok = must(st, name, "setting the current resource");
+    bool ok = must(st, name, "setting the current resource");
     rmm_resource_release(mr);
     if (prev != NULL) rmm_resource_release(prev);
     if (!ok) break;
@@ -1136,27 +1158,10 @@ static void scenario_streams(void) {
     rmm_resource_kind kind = cycle[ki];
     if (!kind_selected(kind)) continue;
     char name[64];
-    rmm_resource_t cuda = NULL, mr = NULL;
-    rmm_resource_options o;
-    rmm_resource_options_init(&o);
-    const char* kn = kind == RMM_RESOURCE_POOL ? "pool" : kind == RMM_RESOURCE_ARENA ? "arena"
-                     : kind == RMM_RESOURCE_BINNING ? "binning" : kind == RMM_RESOURCE_FIXED_SIZE ? "fixed_size"
-                                                                                             : "cuda_async";
-    snprintf(name, sizeof name, "streams[%s]", kn);
+    rmm_resource_t mr = NULL;
+    snprintf(name, sizeof name, "streams[%s]", kind_name(kind));
     size_t start = device_free();
-    if (kind != RMM_RESOURCE_CUDA_ASYNC) {
-      if (!must(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda), name, "creating cuda")) return;
-      o.upstream = cuda;
-      o.initial_pool_size = 0;
-      o.arena_size = 256 * MiB;
-      o.min_size_exponent = BIN_MIN_EXP;
-      o.max_size_exponent = BIN_MAX_EXP;
-      o.block_size = 256 * KiB;
-      o.blocks_to_preallocate = 16;
-    }
-    bool ok = must(rmm_resource_create(kind, cuda != NULL ? &o : NULL, &mr), name, "creating the resource");
-    if (cuda != NULL) rmm_resource_release(cuda);
-    if (!ok) return;
+    if (!make_resource(kind, 256 * MiB, 256 * KiB, name, &mr)) return;
     errlog errors, oom;
     errlog_init(&errors);
     errlog_init(&oom);
@@ -1179,7 +1184,7 @@ static void scenario_streams(void) {
     }
     report_errors(&errors, name, "allocations on streams destroyed with frees queued");
     char bug[64], m[32];
-    snprintf(bug, sizeof bug, "streams-oom:%s", kn);
+    snprintf(bug, sizeof bug, "streams-oom:%s", kind_name(kind));
     report(oom.count == 0, bug, name, "no allocation ran out of memory with at most %s live (%ld did%s%s)",
            mib((size_t)nt * STREAM_BLOCKS * 256 * KiB, m, sizeof m), oom.count, oom.count > 0 ? "; first: " : "",
            oom.first);
@@ -1255,26 +1260,14 @@ static void* checker_thread(void* argp) {
   return NULL;
 }
 
-static void exits_threads(rmm_resource_kind kind, const char* kn) {
+static void exits_threads(rmm_resource_kind kind) {
   char name[64];
-  snprintf(name, sizeof name, "exits[%s]", kn);
+  snprintf(name, sizeof name, "exits[%s]", kind_name(kind));
   int rounds = opt.rounds > 0 ? opt.rounds : 20;
   int nt = opt.threads;
   size_t start = device_free();
-  rmm_resource_t cuda = NULL, mr = NULL;
-  rmm_resource_options o;
-  rmm_resource_options_init(&o);
-  if (!must(rmm_resource_create(RMM_RESOURCE_CUDA, NULL, &cuda), name, "creating cuda")) return;
-  o.upstream = cuda;
-  o.initial_pool_size = 0;
-  o.arena_size = 128 * MiB;
-  o.min_size_exponent = BIN_MIN_EXP;
-  o.max_size_exponent = BIN_MAX_EXP;
-  o.block_size = 64 * KiB;
-  o.blocks_to_preallocate = 16;
-  bool ok = must(rmm_resource_create(kind, &o, &mr), name, "creating the resource");
-  rmm_resource_release(cuda);
-  if (!ok) return;
+  rmm_resource_t mr = NULL;
+  if (!make_resource(kind, 128 * MiB, 64 * KiB, name, &mr)) return;
   errlog errors;
   errlog_init(&errors);
   double t0 = now();
@@ -1389,10 +1382,10 @@ static int run_child(const char* mode, char* desc, size_t ndesc) {
 }
 
 static void scenario_exits(void) {
-  exits_threads(RMM_RESOURCE_POOL, "pool");
-  exits_threads(RMM_RESOURCE_ARENA, "arena");
-  exits_threads(RMM_RESOURCE_BINNING, "binning");
-  exits_threads(RMM_RESOURCE_FIXED_SIZE, "fixed_size");
+  exits_threads(RMM_RESOURCE_POOL);
+  exits_threads(RMM_RESOURCE_ARENA);
+  exits_threads(RMM_RESOURCE_BINNING);
+  exits_threads(RMM_RESOURCE_FIXED_SIZE);
   static const char* const modes[] = {"return", "worker", "release"};
   size_t start = device_free();
   for (int i = 0; i < 3; i++) {

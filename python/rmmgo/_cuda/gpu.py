@@ -76,32 +76,32 @@ def _cuda_python_enum(module, enum_name, code):
         return code
 
 
-class CUDARuntimeError(RuntimeError):
+class _CUDAError(RuntimeError):
+    """A failed CUDA call; ``status`` is its error code."""
+
+    _what = "CUDA"
+
+    def __init__(self, status, msg=None):
+        self.status = status
+        if msg is None:
+            msg = "%s error %d" % (self._what, int(status))
+        self.msg = msg
+        super().__init__(msg)
+
+    def __reduce__(self):
+        return (type(self), (self.status, self.msg))
+
+
+class CUDARuntimeError(_CUDAError):
     """A CUDA runtime call failed; ``status`` is the cudaError_t."""
 
-    def __init__(self, status, msg=None):
-        self.status = status
-        if msg is None:
-            msg = "CUDA runtime error %d" % int(status)
-        self.msg = msg
-        super().__init__(msg)
-
-    def __reduce__(self):
-        return (type(self), (self.status, self.msg))
+    _what = "CUDA runtime"
 
 
-class CUDADriverError(RuntimeError):
+class CUDADriverError(_CUDAError):
     """A CUDA driver call failed; ``status`` is the CUresult."""
 
-    def __init__(self, status, msg=None):
-        self.status = status
-        if msg is None:
-            msg = "CUDA driver error %d" % int(status)
-        self.msg = msg
-        super().__init__(msg)
-
-    def __reduce__(self):
-        return (type(self), (self.status, self.msg))
+    _what = "CUDA driver"
 
 
 def _query(fn, *args):
@@ -184,8 +184,8 @@ def _driver_check(what, code):
         raise CUDADriverError(_cuda_python_enum("driver", "CUresult", code), "%s failed: CUresult %d" % (what, code))
 
 
-def deviceGetName(device):
-    """The device's name, e.g. "NVIDIA H100 80GB HBM3" (on the simulated device, "rmmgo simulated device")."""
+def _existing_device(device):
+    """int(device), or CUDADriverError (CUDA_ERROR_INVALID_DEVICE) when there is no such device."""
     device = int(device)
     count = getDeviceCount()
     if not 0 <= device < count:
@@ -193,6 +193,12 @@ def deviceGetName(device):
             _cuda_python_enum("driver", "CUresult", _CUDA_ERROR_INVALID_DEVICE),
             "device %d does not exist (there are %d)" % (device, count),
         )
+    return device
+
+
+def deviceGetName(device):
+    """The device's name, e.g. "NVIDIA H100 80GB HBM3" (on the simulated device, "rmmgo simulated device")."""
+    device = _existing_device(device)
     if _b.backend_name() == "simulated":
         return _SIMULATED_NAME
     lib = _driver()
@@ -232,13 +238,7 @@ def deviceGetUUID(device):
     LocalGPUCluster, each with its GPU first, tell their GPUs apart as on a
     GPU machine).
     """
-    device = int(device)
-    count = getDeviceCount()
-    if not 0 <= device < count:
-        raise CUDADriverError(
-            _cuda_python_enum("driver", "CUresult", _CUDA_ERROR_INVALID_DEVICE),
-            "device %d does not exist (there are %d)" % (device, count),
-        )
+    device = _existing_device(device)
     entry = _visible_entry(device)
     if _b.backend_name() == "simulated":
         number = int(entry) if entry.isdigit() else device

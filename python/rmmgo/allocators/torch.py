@@ -82,11 +82,9 @@ _stat_base = {}  # device -> (bytes, count) live when reset_peak_memory_stats pu
 def _device_index(device):
     if device is None:
         from .. import _cuda  # noqa: F401 - keeps the import cheap when unused
-        from ..mr import _resources as _r
+        from ..mr._handles import _current_device
 
-        n = _r.c_int()
-        _r._lib.rmm_get_device(_r.byref(n))
-        return n.value
+        return _current_device()
     if isinstance(device, int):
         return device
     idx = getattr(device, "index", None)  # torch.device
@@ -98,7 +96,7 @@ def _device_index(device):
 
 
 def _chain(device):
-    from ..mr import _resources as _r
+    from .. import mr as _r
 
     mr = _r.get_per_device_resource(device)
     out = []
@@ -109,7 +107,7 @@ def _chain(device):
 
 
 def _figures(device):
-    from ..mr import _resources as _r
+    from .. import mr as _r
 
     stats = reserved = used = peak_reserved = None
     for mr in _chain(device):
@@ -210,7 +208,7 @@ def reset_peak_memory_stats(device=None):
     With a statistics adaptor, its counters start a new level (push_counters),
     so its peak starts from the current bytes.
     """
-    from ..mr import _resources as _r
+    from .. import mr as _r
 
     dev = _device_index(device)
     for mr in _chain(dev):

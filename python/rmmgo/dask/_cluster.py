@@ -6,6 +6,7 @@ import os
 from distributed import LocalCluster
 from distributed.system import MEMORY_LIMIT
 
+from ._options import CONFIG_KEYS
 from ._plugin import RMMSetup
 
 __all__ = ["LocalGPUCluster", "visible_devices", "rotated_devices", "DASK_CUDA_ALIASES"]
@@ -69,7 +70,7 @@ class LocalGPUCluster(LocalCluster):
     else every device). n_workers: use the first n of them (default: all).
     threads_per_worker: default 1. memory_limit: host memory per worker;
     "auto" divides the machine's memory among the workers.
-    initial_pool_size ... statistics: RMMSetup's arguments (also accepted
+    initial_pool_size ... statistics: RMMSetup's arguments, by keyword (also accepted
     under LocalCUDACluster's names: rmm_pool_size, rmm_maximum_pool_size,
     rmm_managed_memory, rmm_async, rmm_release_threshold,
     rmm_log_directory, rmm_track_allocations). Other keyword arguments go
@@ -87,33 +88,13 @@ class LocalGPUCluster(LocalCluster):
         n_workers=None,
         threads_per_worker=1,
         memory_limit="auto",
-        *,
-        initial_pool_size=None,
-        maximum_pool_size=None,
-        managed_memory=None,
-        pool_allocator=None,
-        async_allocator=None,
-        release_threshold=None,
-        log_directory=None,
-        track_allocations=None,
-        statistics=None,
         **kwargs
     ):
-        settings = dict(
-            initial_pool_size=initial_pool_size,
-            maximum_pool_size=maximum_pool_size,
-            managed_memory=managed_memory,
-            pool_allocator=pool_allocator,
-            async_allocator=async_allocator,
-            release_threshold=release_threshold,
-            log_directory=log_directory,
-            track_allocations=track_allocations,
-            statistics=statistics,
-        )
+        settings = {name: kwargs.pop(name) for name in CONFIG_KEYS if name in kwargs}
         for alias, arg in DASK_CUDA_ALIASES.items():
             if alias in kwargs:
                 value = kwargs.pop(alias)
-                if settings[arg] is not None and value is not None:
+                if settings.get(arg) is not None and value is not None:
                     raise TypeError("LocalGPUCluster got both %s and %s (the same setting)" % (arg, alias))
                 if value is not None:
                     settings[arg] = value

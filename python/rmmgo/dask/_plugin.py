@@ -6,7 +6,7 @@ import os
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .. import mr as _mr
-from ..mr import _resources as _r
+from ..mr._handles import _current_device
 from . import _stats
 from ._options import resolve_settings
 
@@ -97,17 +97,9 @@ class RMMSetup(WorkerPlugin):
         track_allocations=None,
         statistics=None,
     ):
-        self.settings = resolve_settings(
-            initial_pool_size=initial_pool_size,
-            maximum_pool_size=maximum_pool_size,
-            managed_memory=managed_memory,
-            pool_allocator=pool_allocator,
-            async_allocator=async_allocator,
-            release_threshold=release_threshold,
-            log_directory=log_directory,
-            track_allocations=track_allocations,
-            statistics=statistics,
-        )
+        arguments = dict(locals())  # exactly the settings above, by name
+        del arguments["self"]
+        self.settings = resolve_settings(**arguments)
         self._reset_state()
 
     def _reset_state(self):
@@ -133,7 +125,7 @@ class RMMSetup(WorkerPlugin):
         no room for the pool, ValueError for a fraction that comes to nothing).
         """
         s = self.settings
-        device = _r._current_device()
+        device = _current_device()
         total = _mr.available_device_memory()[1]
 
         def size(name):
@@ -170,7 +162,7 @@ class RMMSetup(WorkerPlugin):
 
     def setup(self, worker=None):
         """Give the current device its resource; add the worker metrics (with a worker)."""
-        device = _r._current_device()
+        device = _current_device()
         try:
             res = self.make_resource(worker)
         except Exception:

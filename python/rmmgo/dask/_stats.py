@@ -7,7 +7,7 @@ TrackingResourceAdaptor or LimitingResourceAdaptor the bytes outstanding.
 """
 
 from .. import mr as _mr
-from ..mr import _resources as _r
+from ..mr._handles import _current_device
 
 __all__ = ["device_uuid", "device_memory_statistics", "memory_statistics", "METRIC", "DASHBOARD_METRIC"]
 
@@ -39,7 +39,7 @@ def device_uuid(device=None):
     and bus numbers. Read once per device and process (gpu.deviceGetUUID).
     """
     if device is None:
-        device = _r._current_device()
+        device = _current_device()
     device = int(device)
     if device not in _uuids:
         from .._cuda import gpu
@@ -65,7 +65,7 @@ def device_memory_statistics(device=None):
     none does).
     """
     if device is None:
-        device = _r._current_device()
+        device = _current_device()
     device = int(device)
     chain = _chain(_mr.get_per_device_resource(device))
     out = {"device": device, "uuid": device_uuid(device), "resource": " > ".join(type(r).__name__ for r in chain)}

@@ -1,5 +1,6 @@
 """Experimental resources (RMM's ``rmm.mr.experimental``)."""
 
-from ._resources import CudaAsyncManagedMemoryResource, CudaAsyncPinnedMemoryResource
+from ._cuda_async_managed import CudaAsyncManagedMemoryResource
+from ._cuda_async_pinned import CudaAsyncPinnedMemoryResource
 
 __all__ = ["CudaAsyncManagedMemoryResource", "CudaAsyncPinnedMemoryResource"]
