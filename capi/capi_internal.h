@@ -22,6 +22,11 @@
 /* Internal C functions stay out of librmmgo.so's dynamic symbol table. */
 #define RMMGO_INTERNAL __attribute__((visibility("hidden")))
 
+/* A handle's low bits: its registry slot (registry.go). */
+#define RMMGO_HANDLE_INDEX_BITS 24
+/* core's largest request: larger ones fail in Go without a CUDA call. */
+#define RMMGO_MAX_ALLOCATION ((size_t)1 << 57)
+
 /* Nonzero in the child of a fork() (entry.c: a pthread_atfork child
  * handler sets it). Every entry point that may enter Go or take a lock
  * checks it first and refuses the call (rmmgo_refuse_forked). */
@@ -209,28 +214,19 @@ typedef struct rmmgo_tc_call {
 #define RMMGO_TC_FREE 0      /* rmm_deallocate */
 #define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */
 
-/* The largest size class of the cache's mechanism (a resource's
- * MaxRequest is cut to it). */
-RMMGO_INTERNAL size_t rmmgo_tc_class_max(void);
-
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
  * environment turns it off; read once. Another value than those and 1, on,
  * true, yes leaves it on with a warning on stderr. */
 RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
-/* The registry's mirror: publish makes handle servable from C with its
- * resource's limits (again, after an unpublish); unpublish takes it back. */
-RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* limits);
-RMMGO_INTERNAL void rmmgo_tc_unpublish(uint64_t handle);
-
 /* The CUDA backend's stream-id function (cuStreamGetId or cudaStreamGetId)
  * and cudaGetLastError, for C to call (0 on the simulated backend, where C
  * asks Go), and core's stream-key flag (core.StreamKeyOfID(0): the key of
- * a stream of id i is i | key_flag). */
-RMMGO_INTERNAL void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag);
+ * a stream of id i is i | key_flag). stream_check.c. */
+RMMGO_INTERNAL void rmmgo_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag);
 /* rmm_stream_destroy retired a stream: threads ask Go again about the
- * streams they checked (rmmgo_go_stream_live). */
-RMMGO_INTERNAL void rmmgo_tc_stream_retired(void);
+ * streams they checked (rmmgo_go_stream_live). stream_check.c. */
+RMMGO_INTERNAL void rmmgo_stream_retired(void);
 
 /* Takes out of every thread's cache and the depot the cached blocks of
  * handle (0: of every handle); with by_key, only those cached under stream
@@ -307,28 +303,33 @@ typedef int (*rmmgo_ap_deallocate_fn)(uintptr_t state, uint64_t gen, uintptr_t s
 
 /* Hands over core.CPathFuncs (async_path.go, once). */
 RMMGO_INTERNAL void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate);
-/* The mirror: publish makes handle servable from C with its resource's
- * core.CPath (0 when there was no host memory for it); unpublish takes it
- * back (before the resource is closed). */
-RMMGO_INTERNAL int rmmgo_ap_publish(uint64_t handle, uintptr_t state, uint64_t gen);
-RMMGO_INTERNAL void rmmgo_ap_unpublish(uint64_t handle);
-
-/* The dispatch of rmm_allocate and rmm_deallocate(_sync) (thread_cache.c):
- * true when the call was served and succeeded (the caller returns
- * RMM_SUCCESS); false: the caller goes on, and Go serves and reports it.
- * RMMGO_AP_ANY() is 0 while no handle is published: then the call need not
- * be made. */
-RMMGO_INTERNAL extern int rmmgo_ap_published;
-#define RMMGO_AP_ANY() (__atomic_load_n(&rmmgo_ap_published, __ATOMIC_RELAXED) != 0)
-RMMGO_INTERNAL bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment,
-                                          void** ptr);
-RMMGO_INTERNAL bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes);
 
 /* For tests: how many calls async_path.c served on the calling thread. */
 RMMGO_INTERNAL uint64_t rmmgo_ap_served_mine(void);
 
-/* The thread cache's stream epoch (thread_cache.c): it moves on each time
- * rmm_stream_destroy retires a stream. */
-RMMGO_INTERNAL uint64_t rmmgo_tc_stream_epoch(void);
+/* ------------------------------------------- the registry's mirror
+ * mirror.c: which C path serves a handle, and what it needs (mirror.h).
+ * The registry publishes a handle as it is made and takes it back before
+ * its resource is closed (mirror.go). */
+#define RMMGO_MIRROR_NONE 0  /* Go serves the handle */
+#define RMMGO_MIRROR_CACHE 1 /* the per-thread cache (thread_cache.c) */
+#define RMMGO_MIRROR_ASYNC 2 /* the pool-based kinds' C path (async_path.c) */
+
+/* What a handle is published with: its tag, and the cache's limits
+ * (RMMGO_MIRROR_CACHE) or core.CPath's state and generation
+ * (RMMGO_MIRROR_ASYNC). */
+typedef struct rmmgo_publication {
+  int tag;
+  rmmgo_tc_limits limits;
+  uintptr_t ap_state;
+  uint64_t ap_gen;
+} rmmgo_publication;
+
+/* Makes handle servable from C (again, after an unpublish; with new limits
+ * when it is): 1, or 0 when there is nothing C can serve or no host memory
+ * for the mirror (the handle takes the Go path). */
+RMMGO_INTERNAL int rmmgo_mirror_publish(uint64_t handle, const rmmgo_publication* p);
+/* Takes handle back: from now on its calls go to Go. */
+RMMGO_INTERNAL void rmmgo_mirror_unpublish(uint64_t handle);
 
 #endif /* RMMGO_CAPI_INTERNAL_H */

@@ -214,8 +214,7 @@ func (r *registry) releaseEntry(e *entry) error {
 func (r *registry) finalize(e *entry) error {
 	// The thread caches let go of e's blocks before anything else, and
 	// the C path stops serving e.
-	tcRetire(e)
-	apRetire(e)
+	mirrorRetire(e)
 	r.mu.Lock()
 	d := r.dir.Load()
 	d.chunks[e.index>>chunkBits][e.index&chunkMask].Store(nil)
@@ -298,8 +297,7 @@ func (r *registry) addLocked(res core.Resource, owned bool, device int, deps []*
 		deps:   deps,
 	}
 	e.refs.Store(1)
-	tcPublish(e)
-	apPublish(e)
+	mirrorPublish(e)
 	r.dir.Load().chunks[index>>chunkBits][index&chunkMask].Store(e)
 	if comparable(res) {
 		r.byRes.Store(res, e)

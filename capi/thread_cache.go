@@ -51,22 +51,22 @@ var tcFronts sync.Map // uintptr -> *tcFront
 var tcStreamFuncsOnce sync.Once
 
 // tcPublish makes e servable from C when its resource is one a cache may
-// serve (or adaptors C can run over one) and the cache is on. Called once
-// per entry, as it is made.
-func tcPublish(e *entry) {
+// serve (or adaptors C can run over one) and the cache is on: false when
+// it is not. Called once per entry, as it is made (mirrorPublish).
+func tcPublish(e *entry) bool {
 	if !tcEnabled() {
-		return
+		return false
 	}
 	c, steps := cacheChain(e.res)
 	if c == nil {
-		return
+		return false
 	}
 	tcStreamFuncsOnce.Do(func() {
 		var getID, getLastError uintptr
 		if r, err := cudart.Default(); err == nil {
 			getID, getLastError = cudart.StreamGetIDFuncs(r)
 		}
-		C.rmmgo_tc_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
+		C.rmmgo_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
 	})
 	f := &tcFront{handle: e.handle, res: c, steps: steps, device: -1}
 	if d, ok := c.(interface{ Device() int }); ok {
@@ -75,13 +75,17 @@ func tcPublish(e *entry) {
 	f.detach = c.AttachCache(f)
 	tcFronts.Store(e.handle, f)
 	f.publish()
+	return true
 }
 
-// publish writes the resource's limits to the mirror (nothing when the
-// resource has none now).
+// publish writes the resource's limits to the mirror with the cache's tag
+// (nothing when the resource has none now).
 func (f *tcFront) publish() {
 	l := f.res.CacheLimits()
-	lim := C.rmmgo_tc_limits{
+	var pub C.rmmgo_publication
+	pub.tag = C.RMMGO_MIRROR_CACHE
+	lim := &pub.limits
+	*lim = C.rmmgo_tc_limits{
 		max_request:      C.size_t(l.MaxRequest),
 		block:            C.size_t(l.BlockSize),
 		budget:           C.size_t(l.Budget),
@@ -105,7 +109,7 @@ func (f *tcFront) publish() {
 		lim.sizes[i] = C.size_t(sz)
 		lim.nsizes = C.int(i + 1)
 	}
-	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
+	C.rmmgo_mirror_publish(C.uint64_t(f.handle), &pub)
 }
 
 // tcFrontOf returns handle's front, or nil.
@@ -117,16 +121,15 @@ func tcFrontOf(handle uintptr) *tcFront {
 }
 
 // tcRetire runs when e's last reference went, before its resource is
-// closed: it takes e out of the mirror first (no thread caches for it any
-// more), then takes its blocks out of every thread's cache, the depot and
-// the table, gives the cached ones back and detaches the cache.
+// closed, after mirrorRetire took e out of the mirror (no thread caches
+// for it any more): it takes its blocks out of every thread's cache, the
+// depot and the table, gives the cached ones back and detaches the cache.
 func tcRetire(e *entry) {
 	v, ok := tcFronts.LoadAndDelete(e.handle)
 	if !ok {
 		return
 	}
 	f := v.(*tcFront)
-	C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
 	_ = f.giveBack(tcCollect(e.handle, false, 0, true, 0, 0), core.DefaultStream)
 	f.detach()
 }
@@ -140,7 +143,7 @@ func tcWithout(handle uintptr, fn func()) {
 		fn()
 		return
 	}
-	C.rmmgo_tc_unpublish(C.uint64_t(handle))
+	C.rmmgo_mirror_unpublish(C.uint64_t(handle))
 	_ = f.giveBack(tcCollect(handle, false, 0, false, 0, 0), core.DefaultStream)
 	defer func() {
 		if _, ok := reg.lookup(handle); ok && tcFrontOf(handle) == f {
