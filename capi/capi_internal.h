@@ -22,10 +22,10 @@
 /* Internal C functions stay out of librmmgo.so's dynamic symbol table. */
 #define RMMGO_INTERNAL __attribute__((visibility("hidden")))
 
-/* A handle's low bits: its registry slot (registry.go). */
-#define RMMGO_HANDLE_INDEX_BITS 24
-/* core's largest request: larger ones fail in Go without a CUDA call. */
-#define RMMGO_MAX_ALLOCATION ((size_t)1 << 57)
+/* The rules C shares with Go, generated from internal/cabi: the handle's
+ * index bits, the largest request, the size classes, the statuses and
+ * kinds. */
+#include "cabi_generated.h"
 
 /* Nonzero in the child of a fork() (entry.c: a pthread_atfork child
  * handler sets it). Every entry point that may enter Go or take a lock

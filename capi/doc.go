@@ -34,6 +34,9 @@
 //   - async_path.c and async_path.go: the pool-based kinds (cuda_async,
 //     cuda_async_managed, cuda_async_view), served in C through core's C
 //     path (core.CPath);
+//   - cabi_generated.h: the rules C shares with Go (the handle's index
+//     bits, the largest request, the size classes, the statuses and kinds),
+//     generated from internal/cabi, as are the enums of include/rmmgo.h;
 //   - stream_check.h and stream_check.c: the one check both C paths make
 //     that a stream was not retired; spin.h: the one spin lock of the C
 //     files.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // The registry: one per process, it maps the opaque handles C callers hold
@@ -41,8 +42,8 @@ import (
 // current from C is seen through the same handle by every getter.
 
 const (
-	indexBits = 24
-	genBits   = 24
+	indexBits = cabi.HandleIndexBits
+	genBits   = cabi.HandleGenBits
 	tagShift  = indexBits + genBits
 	indexMask = 1<<indexBits - 1
 	genMask   = 1<<genBits - 1

@@ -42,45 +42,42 @@ typedef rmmgo_mslot tc_mslot;
 /* ----------------------------------------------------------- size classes */
 
 /* Size classes: 256-byte steps up to 4 KiB (classes 0..15), then four per
- * power of two up to 64 MiB (16..71): a block is at most 1/4 larger than the
- * request it serves. (Eight per power of two halve that and left the pool
- * of the thread-churn workload about 0.05x smaller, but spread the cached
- * blocks over twice the stacks: the random medium workload missed so much
- * more often that it ran 1.5-2x slower.) A handle's limit (its resource's
- * CacheLimits, never above TC_CLASS_MAX) says which classes it serves.
- * These sizes are the cache's own mechanism; what it may hold is the policy
- * Go hands it. */
+ * power of two up to 64 MiB (16..71), as internal/cabi defines them (its
+ * ClassOf and ClassSize are what tc_class_of and tc_class_size compute;
+ * cabi_generated.h has the numbers, and a test compares the two). A
+ * handle's limit (its resource's CacheLimits, never above TC_CLASS_MAX)
+ * says which classes it serves. What the cache may hold is the policy Go
+ * hands it. */
 enum {
-  TC_SMALL_CLASSES = 16,
-  TC_STEPS = 4,    /* classes per power of two above 4 KiB */
-  TC_OCTAVES = 14, /* 4 KiB .. 64 MiB */
-  TC_CLASSES = TC_SMALL_CLASSES + TC_OCTAVES * TC_STEPS,
+  TC_SMALL_CLASSES = RMMGO_SMALL_CLASSES,
+  TC_STEPS = RMMGO_CLASSES_PER_DOUBLING, /* classes per power of two above TC_SMALL_LIMIT */
+  TC_CLASSES = RMMGO_CLASSES,
   TC_PAIRS = 16,
   TC_SHARD_BITS = 6,
   TC_SHARDS = 1 << TC_SHARD_BITS,
   TC_BUF = 64, /* most blocks one refill crossing takes */
   TC_MAX_DRAIN = 64
 };
-#define TC_SMALL_LIMIT ((size_t)4096)
-#define TC_CLASS_MAX ((size_t)64 << 20)
+#define TC_SMALL_LIMIT RMMGO_SMALL_LIMIT
+#define TC_CLASS_MAX RMMGO_CLASS_MAX
 /* A class's stack grows by doubling up to this many blocks. */
 #define TC_STACK_MAX ((uint32_t)1 << 24)
 
 static inline int tc_class_of(size_t bytes) {
   if (bytes <= TC_SMALL_LIMIT) {
-    return (int)((bytes + 255) / 256) - 1;
+    return (int)((bytes + RMMGO_CLASS_STEP - 1) / RMMGO_CLASS_STEP) - 1;
   }
   unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(bytes - 1)); /* 2^k < bytes <= 2^(k+1) */
   size_t base = (size_t)1 << k, step = base / TC_STEPS;
   size_t j = (bytes - base + step - 1) / step; /* 1..TC_STEPS */
-  return TC_SMALL_CLASSES + (int)(k - 12) * TC_STEPS + (int)(j - 1);
+  return TC_SMALL_CLASSES + (int)(k - RMMGO_SMALL_LIMIT_SHIFT) * TC_STEPS + (int)(j - 1);
 }
 
 static inline size_t tc_class_size(int c) {
   if (c < TC_SMALL_CLASSES) {
-    return (size_t)(c + 1) * 256;
+    return (size_t)(c + 1) * RMMGO_CLASS_STEP;
   }
-  unsigned k = 12u + (unsigned)(c - TC_SMALL_CLASSES) / TC_STEPS;
+  unsigned k = RMMGO_SMALL_LIMIT_SHIFT + (unsigned)(c - TC_SMALL_CLASSES) / TC_STEPS;
   size_t j = (size_t)((c - TC_SMALL_CLASSES) % TC_STEPS) + 1;
   return ((size_t)1 << k) + j * (((size_t)1 << k) / TC_STEPS);
 }
@@ -142,10 +139,10 @@ static inline bool tc_classify(tc_mslot* s, size_t bytes, int* cls, size_t* size
  *   bits 0..1   TC_LIVE or TC_CACHED
  *   bits 2..8   size class
  *   bits 9..32  the user's size rounded up to 256, in units of 256 (LIVE)
- *   bits 33..63 the handle it belongs to: its slot index (24 bits) and the
- *               low 7 bits of its generation (tc_hid). Entries of a handle
- *               are removed when it is released, so no two live handles
- *               share these bits.
+ *   bits 33..63 the handle it belongs to: its slot index
+ *               (RMMGO_HANDLE_INDEX_BITS, 24) and the low 7 bits of its
+ *               generation (tc_hid). Entries of a handle are removed when
+ *               it is released, so no two live handles share these bits.
  * A lookup reads ptr (acquire) then meta; an insertion writes meta then ptr
  * (release); a removal writes TC_TOMB. */
 enum { TC_LIVE = 1, TC_CACHED = 2 };
@@ -156,11 +153,17 @@ typedef struct {
   _Atomic uint64_t meta;
 } tc_ent;
 
-static inline uint64_t tc_hid(uint64_t h) { return (h & 0xffffffu) | (((h >> 24) & 0x7fu) << 24); }
+_Static_assert(RMMGO_HANDLE_INDEX_BITS + 7 == 64 - 33, "a handle's id fills bits 33..63 of an entry");
+
+static inline uint64_t tc_hid(uint64_t h) {
+  const uint64_t index = ((uint64_t)1 << RMMGO_HANDLE_INDEX_BITS) - 1;
+  return (h & index) | (((h >> RMMGO_HANDLE_INDEX_BITS) & 0x7fu) << RMMGO_HANDLE_INDEX_BITS);
+}
 
 static inline uint64_t tc_meta(int state, int cls, size_t units, uint64_t h) {
   return (uint64_t)state | (uint64_t)cls << 2 | (uint64_t)(units & 0xffffffu) << 9 | tc_hid(h) << 33;
 }
+_Static_assert(TC_CLASSES <= 128, "a class fits bits 2..8 of an entry");
 static inline int tc_meta_state(uint64_t m) { return (int)(m & 3); }
 static inline int tc_meta_cls(uint64_t m) { return (int)((m >> 2) & 0x7f); }
 static inline size_t tc_meta_units(uint64_t m) { return (size_t)((m >> 9) & 0xffffffu); }

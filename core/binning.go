@@ -12,8 +12,6 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-const kindBinning = "binning"
-
 // Binning routes each allocation by size to a bin, like RMM's
 // binning_memory_resource: the bin of the smallest size at least as large
 // as the request (rounded up to 256 bytes) serves it, and requests larger

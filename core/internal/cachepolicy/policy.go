@@ -99,7 +99,8 @@ func ThreadCaches(held uintptr) uintptr { return max(ThreadCachesFloor, held/Fra
 // its caches for memory (before growing or failing) for SpareAfter, as
 // much as it has free, up to half of what it holds: a pool made much
 // larger than its users' working set lets their caches keep that working
-// set; one that grows on demand keeps its caches to the sixteenth.
+// set; one that grows on demand keeps its caches to ThreadCaches (a
+// Fraction: a thirty-second).
 func ThreadCachesSpare(held, free uintptr) uintptr { return max(ThreadCaches(held), min(free, held/2)) }
 
 // ThreadCachesLone returns the most bytes the thread caches in front of a
