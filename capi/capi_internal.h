@@ -263,8 +263,12 @@ RMMGO_INTERNAL void rmmgo_tc_budget(uint64_t handle, size_t* budget, int64_t* un
 /* For tests: runs the calling thread's exit handling of its cache now. */
 RMMGO_INTERNAL void rmmgo_tc_exit_mine(void);
 /* For tests: a thread's exit waits ns nanoseconds once its cache left the
- * list (0: none). */
+ * list (0: none); rmmgo_tc_test_exit_waiting is 1 while one waits so. */
 RMMGO_INTERNAL void rmmgo_tc_test_exit_delay(int64_t ns);
+RMMGO_INTERNAL int rmmgo_tc_test_exit_waiting(void);
+/* Moves the cache's clock on by ns (tc.h, "clock"): internal/cacheclock's
+ * Advance, for tests. */
+RMMGO_INTERNAL void rmmgo_tc_clock_advance(int64_t ns);
 
 /* rmm_deallocate taking the pointer as an integer (for Go tests). */
 RMMGO_INTERNAL rmm_status rmmgo_tc_deallocate_at(rmm_resource_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes,

@@ -413,6 +413,18 @@ RMMGO_INTERNAL void tc_resume_all(void);
 RMMGO_INTERNAL void tc_stop_world(void);
 RMMGO_INTERNAL void tc_resume_world(void);
 
+/* ---------------------------------------------------------------- clock */
+
+/* The clock of the policy's windows (a pair alone for lone_after_ns, an
+ * exited thread's pairs waiting exited_wait_ns): monotonic time plus what
+ * tests moved it on by (rmmgo_tc_clock_advance, which Go's
+ * internal/cacheclock calls when it is advanced). */
+RMMGO_INTERNAL extern _Atomic int64_t tc_clock_offset;
+
+static inline int64_t tc_now_ns(void) {
+  return rmmgo_now_ns() + atomic_load_explicit(&tc_clock_offset, memory_order_relaxed);
+}
+
 /* --------------------------------------------------------------- budget */
 
 /* Each (thread, handle, stream) pair holds a quota of its handle's budget,

@@ -28,7 +28,7 @@ void tc_set_budget(tc_mslot* s, size_t budget, size_t shared) {
 static void tc_holders_add(uint64_t h, int d) {
   tc_mslot* s = tc_account(h);
   if (s != NULL && atomic_fetch_add_explicit(&s->holders, d, memory_order_relaxed) + d > 1) {
-    atomic_store_explicit(&s->crowd_ns, rmmgo_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&s->crowd_ns, tc_now_ns(), memory_order_relaxed);
   }
 }
 
@@ -135,7 +135,7 @@ bool tc_reserve_more(tc_mslot* ms, tc_pair* p, size_t more) {
           int64_t crowd = atomic_load_explicit(&ms->crowd_ns, memory_order_relaxed);
           lone = atomic_load_explicit(&ms->holders, memory_order_relaxed) <= (p->quota > 0 ? 1 : 0) &&
                  (crowd == 0 ||
-                  rmmgo_now_ns() - crowd >= atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed));
+                  tc_now_ns() - crowd >= atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed));
         }
         if (!lone) {
           break;

@@ -186,8 +186,16 @@ bool tc_pair_take_sizes(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap
  * holding the depot's lock (a slow exit, for the tests of what others read
  * meanwhile). */
 static _Atomic int64_t tc_test_exit_delay_ns;
+/* For tests: set while an exit waits so (0 before and after). */
+static _Atomic int tc_test_exit_waiting;
 
 void rmmgo_tc_test_exit_delay(int64_t ns) { atomic_store(&tc_test_exit_delay_ns, ns); }
+
+int rmmgo_tc_test_exit_waiting(void) { return atomic_load(&tc_test_exit_waiting); }
+
+_Atomic int64_t tc_clock_offset;
+
+void rmmgo_tc_clock_advance(int64_t ns) { atomic_fetch_add(&tc_clock_offset, ns); }
 
 static bool tc_pair_take(tc_pair* p, rmmgo_tc_block** out, size_t* n, size_t* cap) {
   return tc_pair_take_sizes(p, out, n, cap, 0, 0);
@@ -228,9 +236,11 @@ static void tc_thread_exit(void* arg) {
   int64_t delay = atomic_load_explicit(&tc_test_exit_delay_ns, memory_order_relaxed);
   if (delay > 0) {
     struct timespec ts = {delay / 1000000000, delay % 1000000000};
+    atomic_store(&tc_test_exit_waiting, 1);
     nanosleep(&ts, NULL);
+    atomic_store(&tc_test_exit_waiting, 0);
   }
-  int64_t now = rmmgo_now_ns();
+  int64_t now = tc_now_ns();
   for (int i = 0; i < TC_PAIRS; i++) {
     tc_pair* p = c->pairs[i];
     if (p == NULL) {
@@ -279,7 +289,7 @@ void tc_depot_expire(rmmgo_tc_block** out, size_t* n, size_t* cap) {
   if (atomic_load_explicit(&tc_depot_n, memory_order_relaxed) == 0) {
     return;
   }
-  int64_t now = rmmgo_now_ns();
+  int64_t now = tc_now_ns();
   pthread_mutex_lock(&tc_depot_mu);
   for (size_t i = 0; i < tc_ndepot;) {
     tc_pair* p = tc_depot[i];

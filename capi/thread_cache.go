@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cacheclock"
 )
 
 // The Go half of the per-thread cache (thread_cache.c; docs/thread-cache.md):
@@ -358,6 +359,16 @@ func tcExitMine() { C.rmmgo_tc_exit_mine() }
 // tcTestExitDelay makes threads' exits wait d once their cache left the
 // list (for tests; 0: none).
 func tcTestExitDelay(d time.Duration) { C.rmmgo_tc_test_exit_delay(C.int64_t(d.Nanoseconds())) }
+
+// tcTestExitWaiting reports whether a thread's exit is waiting the delay
+// tcTestExitDelay set: its cache is off the list, its pairs not yet moved.
+func tcTestExitWaiting() bool { return C.rmmgo_tc_test_exit_waiting() != 0 }
+
+// The C cache's clock moves with internal/cacheclock's: a test that
+// advances one advances both.
+func init() {
+	cacheclock.OnAdvance(func(d time.Duration) { C.rmmgo_tc_clock_advance(C.int64_t(d)) })
+}
 
 // tcCounts reports what the table and caches hold (for tests).
 func tcCounts() (live, cached, depot, caches int) {

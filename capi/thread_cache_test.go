@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cacheclock"
 )
 
 // The per-thread cache seen from Go: what the C side holds (tcCounts,
@@ -138,7 +139,8 @@ func TestThreadCacheUsedBytesOneNumber(t *testing.T) {
 			want += (n + 255) &^ 255
 		}
 	})
-	time.Sleep(10 * time.Millisecond) // the exit has taken the cache off the list, and waits
+	// The exit has taken the cache off the list, and waits.
+	require.Eventually(t, tcTestExitWaiting, 5*time.Second, 100*time.Microsecond)
 	assert.Equal(t, want, pool.UsedBytes(), "while the thread exits")
 	<-exited
 	assert.Equal(t, want, pool.UsedBytes())
@@ -521,7 +523,7 @@ func TestThreadCacheFutileReclaimQuiets(t *testing.T) {
 	tooBig()
 	_, cached, _, _ = tcCounts()
 	assert.Positive(t, cached, "a failure right after a futile reclaim leaves the caches alone")
-	time.Sleep(15 * time.Millisecond) // cachepolicy.ReclaimQuiet and some
+	cacheclock.Advance(20 * time.Millisecond) // past cachepolicy.ReclaimQuiet (10 ms)
 	tooBig()
 	_, cached, _, _ = tcCounts()
 	assert.Zero(t, cached, "after the quiet time a failure reclaims again")
@@ -577,7 +579,7 @@ func TestThreadCacheExitedThreads(t *testing.T) {
 	tcExitMine()
 	_, _, d4, _ := tcCounts()
 	require.Positive(t, d4)
-	time.Sleep(pool.CacheLimits().ExitedWait + 5*time.Millisecond)
+	cacheclock.Advance(pool.CacheLimits().ExitedWait + time.Millisecond)
 	var r C_stream
 	require.Equal(t, statusSuccess, rmm_stream_create(&r.v), lastMessage())
 	require.Equal(t, statusSuccess, rmm_allocate(h, r.v, 100000, 256, &q), lastMessage())

@@ -11,6 +11,7 @@ import (
 	"github.com/rmmgo/rmmgo/core/internal/heap"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cacheclock"
 )
 
 // Caches in front of the sub-allocators.
@@ -95,30 +96,27 @@ type CacheLimits struct {
 // caches may serve requests up to maxRequest (0: none), with blocks of
 // block bytes each when block is not 0.
 func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
-	return cacheLimitsFree(maxRequest, block, held, 0)
+	return cacheLimitsFree(maxRequest, block, held, 0, false, 0)
 }
 
 // limits is cacheLimits for a resource whose caches are cs and that has
 // free bytes of what it holds idle (not counting what the caches hold):
-// while it has not had to ask its caches for memory for
-// cachepolicy.SpareAfter, they may keep more of it
-// (cachepolicy.ThreadCachesSpare).
+// cachepolicy.CacheBudget decides what they may keep of it.
 func (cs *caches) limits(maxRequest, block, held, free uintptr) CacheLimits {
-	if t := cs.pressed.Load(); t != 0 && cacheClock()-t < int64(cachepolicy.SpareAfter) {
-		free = 0
-	}
-	return cacheLimitsFree(maxRequest, block, held, free)
+	t := cs.pressed.Load()
+	return cacheLimitsFree(maxRequest, block, held, free, t != 0, time.Duration(cacheclock.Now()-t))
 }
 
-func cacheLimitsFree(maxRequest, block, held, free uintptr) CacheLimits {
+func cacheLimitsFree(maxRequest, block, held, free uintptr, pressed bool, sincePressed time.Duration) CacheLimits {
 	if maxRequest > cachepolicy.MaxBlock {
 		maxRequest = cachepolicy.MaxBlock
 	}
+	budget, shared := cachepolicy.CacheBudget(held, free, pressed, sincePressed)
 	return CacheLimits{
 		MaxRequest:     maxRequest,
 		BlockSize:      block,
-		Budget:         max(cachepolicy.ThreadCachesLone(held), cachepolicy.ThreadCachesSpare(held, free)),
-		Shared:         cachepolicy.ThreadCachesSpare(held, free),
+		Budget:         budget,
+		Shared:         shared,
 		Quantum:        cachepolicy.Quantum,
 		BatchBlocks:    cachepolicy.BatchBlocks,
 		BatchBytes:     cachepolicy.BatchBytes,
@@ -198,10 +196,10 @@ type caches struct {
 	mu   sync.Mutex
 	list atomic.Pointer[[]BlockCache]
 	// quietUntil: no reclaims for failing allocations until then (in
-	// nanoseconds of cacheClock), after one that did not help.
+	// nanoseconds of cacheclock), after one that did not help.
 	quietUntil atomic.Int64
 	// pressed: when the resource last asked its caches for memory (in
-	// nanoseconds of cacheClock, at least 1), 0 never.
+	// nanoseconds of cacheclock, at least 1), 0 never.
 	pressed atomic.Int64
 }
 
@@ -240,9 +238,9 @@ func (cs *caches) detach(c BlockCache) {
 // Within cachepolicy.ReclaimQuiet of a reclaim that did not save an
 // allocation (see futile) it does nothing.
 func (cs *caches) reclaim(need uintptr) bool {
-	cs.pressed.Store(max(1, cacheClock()))
+	cs.pressed.Store(max(1, cacheclock.Now()))
 	l := cs.list.Load()
-	if l == nil || len(*l) == 0 || cacheClock() < cs.quietUntil.Load() {
+	if l == nil || len(*l) == 0 || cacheclock.Now() < cs.quietUntil.Load() {
 		return false
 	}
 	gave := false
@@ -291,7 +289,7 @@ func claimedFree(r Cacheable, fc FreeClaimer, ptr, bytes uintptr, free func(byte
 // futile notes that an allocation failed for want of memory although the
 // caches were asked for theirs during it.
 func (cs *caches) futile() {
-	cs.quietUntil.Store(cacheClock() + int64(cachepolicy.ReclaimQuiet))
+	cs.quietUntil.Store(cacheclock.Now() + int64(cachepolicy.ReclaimQuiet))
 }
 
 // held sums what the attached caches hold.
@@ -304,10 +302,6 @@ func (cs *caches) held() uintptr {
 	}
 	return n
 }
-
-var cacheClockStart = time.Now()
-
-func cacheClock() int64 { return int64(time.Since(cacheClockStart)) }
 
 // deallocateBatch is DeallocateBatch for a resource whose free (without
 // the claim of a user's free, claimedFree: the cache gives back blocks it

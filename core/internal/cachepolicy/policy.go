@@ -103,6 +103,22 @@ func ThreadCaches(held uintptr) uintptr { return max(ThreadCachesFloor, held/Fra
 // Fraction: a thirty-second).
 func ThreadCachesSpare(held, free uintptr) uintptr { return max(ThreadCaches(held), min(free, held/2)) }
 
+// CacheBudget returns what the thread caches in front of a resource
+// holding held bytes, free of them idle, may hold together: budget, the
+// most (what one cache alone may keep, ThreadCachesLone, or more when the
+// resource has memory to spare), and shared, what they keep when several
+// hold part of it (ThreadCachesSpare). The resource has memory to spare
+// unless it asked its caches for memory (pressed) less than SpareAfter ago
+// (sincePressed). The one place the budget is decided: core hands it to
+// the C cache through CacheLimits, which applies it.
+func CacheBudget(held, free uintptr, pressed bool, sincePressed time.Duration) (budget, shared uintptr) {
+	if pressed && sincePressed < SpareAfter {
+		free = 0
+	}
+	shared = ThreadCachesSpare(held, free)
+	return max(ThreadCachesLone(held), shared), shared
+}
+
 // ThreadCachesLone returns the most bytes the thread caches in front of a
 // resource holding held bytes may hold together: what one cache alone may
 // keep, when no other has held part of the budget for LoneAfter (or ever).
