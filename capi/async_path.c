@@ -8,7 +8,7 @@
  * What such a call must do (the gate Close waits for, the device check,
  * cudaMallocFromPoolAsync or cudaFreeAsync, the record of the block in the
  * one table every path shares) is core's C path (core/internal/asyncpath,
- * core.CPath). This file adds what the C ABI checks before it: the
+ * fastpath.CPath). This file adds what the C ABI checks before it: the
  * request's checks (bytes, alignment) and the stream's (stream_check.h: a
  * stream rmm_stream_destroy retired is never passed to CUDA).
  *
@@ -24,7 +24,7 @@
 #include "mirror.h"
 #include "stream_check.h"
 
-/* core.CPathFuncs: the C path's calls (0 until Go hands them over). */
+/* fastpath.CPath's functions: the C path's calls (0 until Go hands them over). */
 static _Atomic uintptr_t ap_allocate_fn, ap_deallocate_fn;
 
 void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate) {

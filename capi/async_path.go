@@ -17,11 +17,11 @@ import "C"
 import (
 	"sync"
 
-	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // The Go half of the pool-based kinds' C path (async_path.c): a handle of a
-// core.CPathResource (cuda_async, cuda_async_managed, cuda_async_view) is
+// fastpath.CPathResource (cuda_async, cuda_async_managed, cuda_async_view) is
 // published to the C mirror as it is made, with the resource's C state, and
 // taken back before its resource is closed. rmm_allocate and
 // rmm_deallocate then serve it in C; anything the C path does not serve
@@ -35,15 +35,12 @@ var apFuncsOnce sync.Once
 // (mirrorRetire) finish before the resource's Close goes on (it waits for
 // them).
 func apPublish(e *entry) bool {
-	c, ok := e.res.(core.CPathResource)
+	c, ok := e.res.(fastpath.CPathResource)
 	if !ok {
 		return false
 	}
-	apFuncsOnce.Do(func() {
-		a, d := core.CPathFuncs()
-		C.rmmgo_ap_set_funcs(C.uintptr_t(a), C.uintptr_t(d))
-	})
 	p := c.CPath()
+	apFuncsOnce.Do(func() { C.rmmgo_ap_set_funcs(C.uintptr_t(p.Allocate), C.uintptr_t(p.Deallocate)) })
 	pub := C.rmmgo_publication{tag: C.RMMGO_MIRROR_ASYNC, ap_state: C.uintptr_t(p.State), ap_gen: C.uint64_t(p.Gen)}
 	C.rmmgo_mirror_publish(C.uint64_t(e.handle), &pub)
 	return true

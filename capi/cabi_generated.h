@@ -8,6 +8,9 @@
 /* The largest request: larger ones fail in Go without a CUDA call (cabi.MaxAllocation). */
 #define RMMGO_MAX_ALLOCATION ((size_t)1 << 57)
 
+/* A stream's key is its CUDA stream id | this (cabi.StreamKeyFlag). */
+#define RMMGO_STREAM_KEY_FLAG ((uint64_t)1 << 63)
+
 /* The size classes (cabi.ClassOf, cabi.ClassSize). */
 #define RMMGO_CLASS_STEP 256
 #define RMMGO_SMALL_CLASSES 16

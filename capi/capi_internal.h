@@ -123,12 +123,12 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
 /* ------------------------------------------- the per-thread cache
  * thread_cache.c serves rmm_allocate, rmm_deallocate and
  * rmm_deallocate_sync from a per-thread cache of free blocks for the
- * handles of core.Cacheable resources (docs/thread-cache.md); the Go halves
+ * handles of fastpath.Cacheable resources (docs/thread-cache.md); the Go halves
  * below (thread_cache.go) do what the cache cannot. */
 
 /* Adaptors a cached handle's calls run in C (thread_cache_adaptors.go): the
  * chain of statistics and limiting adaptors from the handle down to the
- * core.Cacheable resource whose blocks the cache keeps, outermost first. */
+ * fastpath.Cacheable resource whose blocks the cache keeps, outermost first. */
 #define RMMGO_TC_STEP_STATISTICS 1
 #define RMMGO_TC_STEP_LIMITING 2
 #define RMMGO_TC_MAX_STEPS 4
@@ -159,7 +159,7 @@ typedef struct rmmgo_tc_step {
   size_t alignment; /* ... and the alignment charges are rounded up to */
 } rmmgo_tc_step;
 
-/* A resource's core.CacheLimits, as the registry publishes them. */
+/* A resource's fastpath.CacheLimits, as the registry publishes them. */
 typedef struct rmmgo_tc_limits {
   size_t max_request;     /* largest request served (0: none) */
   size_t block;           /* every block's size (fixed_size), else 0 */
@@ -221,9 +221,8 @@ RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
 /* The CUDA backend's stream-id function (cuStreamGetId or cudaStreamGetId)
  * and cudaGetLastError, for C to call (0 on the simulated backend, where C
- * asks Go), and core's stream-key flag (core.StreamKeyOfID(0): the key of
- * a stream of id i is i | key_flag). stream_check.c. */
-RMMGO_INTERNAL void rmmgo_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag);
+ * asks Go). stream_check.c. */
+RMMGO_INTERNAL void rmmgo_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error);
 /* rmm_stream_destroy retired a stream: threads ask Go again about the
  * streams they checked (rmmgo_go_stream_live). stream_check.c. */
 RMMGO_INTERNAL void rmmgo_stream_retired(void);
@@ -244,7 +243,7 @@ RMMGO_INTERNAL size_t rmmgo_tc_holding(uint64_t handle);
 
 /* A user's free of ptr that reached a cached resource another way than
  * rmm_deallocate on the handle that allocated it (an adaptor over the
- * resource, Go code: core.FreeClaimer, thread_cache.go). rmmgo_tc_peek: 0
+ * resource, Go code: fastpath.FreeClaimer, thread_cache.go). rmmgo_tc_peek: 0
  * when the table has no entry for ptr (or its handle is gone), else 1 with
  * the entry's handle, its state word (for rmmgo_tc_claim), whether it is
  * LIVE (handed out) and the user's size rounded to 256. rmmgo_tc_claim
@@ -297,15 +296,15 @@ int rmmgo_go_stream_key(uintptr_t stream, uint64_t* key);
 
 /* ------------------------------------------- the pool-based kinds' C path
  * async_path.c serves rmm_allocate, rmm_deallocate and rmm_deallocate_sync
- * for the handles of core.CPathResource resources (cuda_async,
+ * for the handles of fastpath.CPathResource resources (cuda_async,
  * cuda_async_managed, cuda_async_view) in C, through core's C path. */
 
-/* core.CPathFuncs' functions (core/internal/asyncpath): 0 when the call
+/* fastpath.CPath's Allocate and Deallocate (core/internal/asyncpath): 0 when the call
  * succeeded; anything else did nothing. */
 typedef int (*rmmgo_ap_allocate_fn)(uintptr_t state, uint64_t gen, size_t bytes, uintptr_t stream, uintptr_t* out);
 typedef int (*rmmgo_ap_deallocate_fn)(uintptr_t state, uint64_t gen, uintptr_t stream, uintptr_t ptr, size_t bytes);
 
-/* Hands over core.CPathFuncs (async_path.go, once). */
+/* Hands over fastpath.CPath's functions (async_path.go, once). */
 RMMGO_INTERNAL void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate);
 
 /* For tests: how many calls async_path.c served on the calling thread. */
@@ -320,7 +319,7 @@ RMMGO_INTERNAL uint64_t rmmgo_ap_served_mine(void);
 #define RMMGO_MIRROR_ASYNC 2 /* the pool-based kinds' C path (async_path.c) */
 
 /* What a handle is published with: its tag, and the cache's limits
- * (RMMGO_MIRROR_CACHE) or core.CPath's state and generation
+ * (RMMGO_MIRROR_CACHE) or fastpath.CPath's state and generation
  * (RMMGO_MIRROR_ASYNC). */
 typedef struct rmmgo_publication {
   int tag;

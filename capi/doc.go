@@ -28,12 +28,12 @@
 //     handle's tag) to the C path that serves the handle, else to their Go
 //     halves (thread_cache.go):
 //   - thread_cache.c and tc_*.c (tc.h lists them): the per-thread cache of
-//     blocks for the handles of core.Cacheable resources
+//     blocks for the handles of fastpath.Cacheable resources
 //     (docs/thread-cache.md), with each cached handle's front (a
-//     core.BlockCache attached to its resource) in thread_cache.go;
+//     fastpath.BlockCache attached to its resource) in thread_cache.go;
 //   - async_path.c and async_path.go: the pool-based kinds (cuda_async,
 //     cuda_async_managed, cuda_async_view), served in C through core's C
-//     path (core.CPath);
+//     path (fastpath.CPath);
 //   - cabi_generated.h: the rules C shares with Go (the handle's index
 //     bits, the largest request, the size classes, the statuses and kinds),
 //     generated from internal/cabi, as are the enums of include/rmmgo.h;

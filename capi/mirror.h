@@ -28,10 +28,10 @@ typedef struct rmmgo_mslot {
   /* The cache: adaptors between the handle and its resource, run in C
    * (set before the handle is published). */
   atomic_int nsteps;
-  /* The resource's core.CacheLimits, as Go last published them. */
+  /* The resource's fastpath.CacheLimits, as Go last published them. */
   _Atomic size_t max_request; /* largest request served */
   _Atomic size_t block;       /* every block's size (fixed_size), else 0 */
-  /* The async path: the resource's core.CPath. */
+  /* The async path: the resource's fastpath.CPath. */
   _Atomic uintptr_t ap_state;
   _Atomic uint64_t ap_gen;
   _Atomic size_t quantum;

@@ -2,7 +2,7 @@
  * route.c -- rmm_allocate, rmm_deallocate and rmm_deallocate_sync: where
  * each call goes. The registry's mirror (mirror.h) says which C path serves
  * a handle: the per-thread cache (thread_cache.c) for the handles of
- * core.Cacheable resources, the async path (async_path.c) for the
+ * fastpath.Cacheable resources, the async path (async_path.c) for the
  * pool-based kinds. Everything else -- a handle neither serves, a forged,
  * stale or released handle, a request or stream the path does not take,
  * a call it did not complete -- goes to the Go halves (rmmgo_go_*), which

@@ -8,10 +8,8 @@
 _Atomic uint64_t rmmgo_stream_epoch = 1;
 _Atomic uintptr_t rmmgo_stream_get_id;
 _Atomic uintptr_t rmmgo_stream_get_last_error;
-_Atomic uint64_t rmmgo_stream_key_flag;
 
-void rmmgo_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag) {
-  atomic_store(&rmmgo_stream_key_flag, key_flag);
+void rmmgo_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error) {
   atomic_store(&rmmgo_stream_get_last_error, get_last_error);
   atomic_store(&rmmgo_stream_get_id, get_id);
 }

@@ -31,13 +31,12 @@ typedef struct rmmgo_stream_memo {
 RMMGO_INTERNAL extern _Atomic uint64_t rmmgo_stream_epoch;
 
 /* The CUDA backend's stream-id function and cudaGetLastError (0 on the
- * simulated backend, where C asks Go), and core's stream-key flag: the key
- * of a stream of id i is i | flag. */
+ * simulated backend, where C asks Go). The key of a stream of id i is
+ * i | RMMGO_STREAM_KEY_FLAG (internal/cabi). */
 typedef int (*rmmgo_get_id_fn)(void* stream, unsigned long long* id);
 typedef int (*rmmgo_get_last_error_fn)(void);
 RMMGO_INTERNAL extern _Atomic uintptr_t rmmgo_stream_get_id;
 RMMGO_INTERNAL extern _Atomic uintptr_t rmmgo_stream_get_last_error;
-RMMGO_INTERNAL extern _Atomic uint64_t rmmgo_stream_key_flag;
 
 /* Whether stream s may be served: not one rmm_stream_destroy retired. The
  * default streams (0, 1) are never retired. */
@@ -61,7 +60,7 @@ static inline bool rmmgo_stream_live(rmmgo_stream_memo* m, uintptr_t s) {
   return true;
 }
 
-/* rmmgo_stream_live, and the stream's key (core.StreamKey: 0 for the
+/* rmmgo_stream_live, and the stream's key (0 for the
  * default streams). Nonzero: the caller goes to Go, which reports what is
  * wrong. */
 static inline int rmmgo_stream_key(rmmgo_stream_memo* m, uintptr_t s, uint64_t* key) {
@@ -82,7 +81,7 @@ static inline int rmmgo_stream_key(rmmgo_stream_memo* m, uintptr_t s, uint64_t* 
       }
       return -1;
     }
-    *key = (uint64_t)id | atomic_load_explicit(&rmmgo_stream_key_flag, memory_order_relaxed);
+    *key = (uint64_t)id | RMMGO_STREAM_KEY_FLAG;
     return 0;
   }
   return rmmgo_go_stream_key(s, key);

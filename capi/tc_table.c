@@ -146,7 +146,7 @@ void tc_forget(uintptr_t p) {
 /* A block the table has LIVE may be freed by a path that reaches its
  * resource without rmm_deallocate on its handle (an adaptor over the
  * resource that C does not run, Go code): the resource asks its cache
- * (core.FreeClaimer, thread_cache.go), which takes the entry out here
+ * (fastpath.FreeClaimer, thread_cache.go), which takes the entry out here
  * before the resource frees the block, so that no later free through the
  * handle finds it LIVE (it would cache a block the resource handed out
  * again: the same address twice). Under the shard's writer lock: entries do

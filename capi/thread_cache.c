@@ -3,7 +3,7 @@
  * free blocks, so that the common call never crosses into Go
  * (docs/thread-cache.md says why and how; tc.h lists the cache's other
  * files). route.c sends here the calls on the handles the registry
- * published with the cache's tag: those whose resource is a core.Cacheable
+ * published with the cache's tag: those whose resource is a fastpath.Cacheable
  * one (pool, arena, fixed_size, binning, expandable), with the limits that
  * resource gave (which requests, how many bytes all threads together may
  * keep). Every request the cache does not take (sizes above the limit, a

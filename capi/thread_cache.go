@@ -16,12 +16,14 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 	"github.com/rmmgo/rmmgo/internal/cacheclock"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // The Go half of the per-thread cache (thread_cache.c; docs/thread-cache.md):
 // each cached handle's front (its state on the Go side, attached to its
-// resource as a core.BlockCache), the crossings the C side makes on a miss
+// resource as a fastpath.BlockCache), the crossings the C side makes on a miss
 // or a full class, the uncached calls, and the flushes. A flush that gives
 // back blocks cached under another stream than the legacy default stream
 // (blocks whose stream may be gone) synchronizes the device first and then
@@ -40,7 +42,7 @@ func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 // use.
 type tcFront struct {
 	handle uintptr
-	res    core.Cacheable
+	res    fastpath.Cacheable
 	steps  []C.rmmgo_tc_step // the handle's adaptors, run in C
 	device int               // the resource's device, for the synchronizations of flushes
 	detach func()
@@ -67,7 +69,7 @@ func tcPublish(e *entry) bool {
 		if r, err := cudart.Default(); err == nil {
 			getID, getLastError = cudart.StreamGetIDFuncs(r)
 		}
-		C.rmmgo_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
+		C.rmmgo_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError))
 	})
 	f := &tcFront{handle: e.handle, res: c, steps: steps, device: -1}
 	if d, ok := c.(interface{ Device() int }); ok {
@@ -167,7 +169,7 @@ func tcFlush(handle uintptr) {
 var tcCrossed struct{ refills, refilled, drains, reclaims atomic.Int64 }
 
 // Reclaim gives every block cached for the handle back to its resource
-// (core.BlockCache): the resource needs memory.
+// (fastpath.BlockCache): the resource needs memory.
 func (f *tcFront) Reclaim(need uintptr) bool {
 	tcCrossed.reclaims.Add(1)
 	blocks := tcCollect(f.handle, false, 0, false, 0, 0)
@@ -176,7 +178,7 @@ func (f *tcFront) Reclaim(need uintptr) bool {
 }
 
 // ReclaimSizes gives back the blocks cached for the handle whose size is
-// in (lo, hi] (core.SizedBlockCache): a bin of a binning resource needs
+// in (lo, hi] (fastpath.SizedBlockCache): a bin of a binning resource needs
 // only blocks of its own sizes.
 func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
 	tcCrossed.reclaims.Add(1)
@@ -187,12 +189,12 @@ func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
 
 // ClaimFree forgets ptr when a cache of a handle over res handed it out
 // and a user frees it through a path that reaches res directly (an adaptor
-// C does not run, Go code): core.FreeClaimer. Without it the block's
+// C does not run, Go code): fastpath.FreeClaimer. Without it the block's
 // entry stayed LIVE, and a second free through the handle was accepted and
 // cached a block res had handed out again (issue 24). A block the caches
 // hold is refused as not live, a size res does not take for it as res
 // says (CheckFree); the fronts of every handle over res answer alike.
-func (f *tcFront) ClaimFree(res core.Cacheable, ptr, bytes uintptr) (uintptr, func(), bool, error) {
+func (f *tcFront) ClaimFree(res fastpath.Cacheable, ptr, bytes uintptr) (uintptr, func(), bool, error) {
 	for {
 		var h, m C.uint64_t
 		var live C.int
@@ -220,7 +222,7 @@ func (f *tcFront) ClaimFree(res core.Cacheable, ptr, bytes uintptr) (uintptr, fu
 }
 
 // HeldBytes is what the caches hold for the handle and no user does
-// (core.BlockCache).
+// (fastpath.BlockCache).
 func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }
 
 // tcCollect takes blocks out of the caches (rmmgo_tc_collect).
@@ -328,13 +330,31 @@ func syncDevices(devs map[int]bool) error {
 	return first
 }
 
+// streamKey returns the key by which core's resources and the caches know
+// stream s: 0 for the legacy default stream (0 and cudaStreamLegacy), else
+// its CUDA stream id | cabi.StreamKeyFlag.
+func streamKey(s core.Stream) (uint64, error) {
+	if s == core.DefaultStream || s == cudart.LegacyDefaultStream {
+		return 0, nil
+	}
+	r, err := cudart.Default()
+	if err != nil {
+		return 0, err
+	}
+	id, err := r.StreamGetID(s)
+	if err != nil {
+		return 0, err
+	}
+	return id | cabi.StreamKeyFlag, nil
+}
+
 // tcFlushStream gives back every block cached under stream s's key, on s
 // itself (it is alive: called before s is retired).
 func tcFlushStream(s core.Stream) {
 	if !tcEnabled() || s == core.DefaultStream || s == cudart.LegacyDefaultStream {
 		return
 	}
-	key, err := core.StreamKey(s)
+	key, err := streamKey(s)
 	if err != nil {
 		return // not a live stream: the destroy reports it
 	}
@@ -391,7 +411,7 @@ func tcBudget(handle uintptr) (budget uintptr, unreserved int64, cached uintptr)
 // tcCall reads a crossing's arguments; the blocks to give back first are
 // given back on the way in. The resource is the one the handle's blocks
 // come from.
-func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
+func tcCall(call *C.rmmgo_tc_call) (*entry, fastpath.Cacheable, bool) {
 	if call.ngive > 0 {
 		tcGiveBackAny(unsafe.Slice(call.give, int(call.ngive)))
 	}
@@ -461,10 +481,10 @@ func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes,
 	fn = fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes)
 	// The resource the blocks come from says it, as it would behind the
 	// handle's adaptors.
-	var c core.Cacheable
+	var c fastpath.Cacheable
 	if f := tcFrontOf(e.handle); f != nil {
 		c = f.res
-	} else if c, ok = e.res.(core.Cacheable); !ok {
+	} else if c, ok = e.res.(fastpath.Cacheable); !ok {
 		return badHandle(fn, toHandle(uintptr(handle)))
 	}
 	kind := c.Kind()
@@ -504,7 +524,7 @@ func rmmgo_go_stream_key(stream C.uintptr_t, key *C.uint64_t) (rc C.int) {
 			rc = 1
 		}
 	}()
-	k, err := core.StreamKey(core.Stream(stream))
+	k, err := streamKey(core.Stream(stream))
 	if err != nil {
 		return 1
 	}
@@ -513,7 +533,7 @@ func rmmgo_go_stream_key(stream C.uintptr_t, key *C.uint64_t) (rc C.int) {
 }
 
 // The uncached calls. Resources that caches serve ask the caches for their
-// blocks themselves before they grow or fail (core.Cacheable).
+// blocks themselves before they grow or fail (fastpath.Cacheable).
 
 //export rmmgo_go_allocate
 func rmmgo_go_allocate(mr C.rmm_resource_t, stream C.rmm_stream_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 	"github.com/rmmgo/rmmgo/internal/cacheclock"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // The per-thread cache seen from Go: what the C side holds (tcCounts,
@@ -92,7 +94,7 @@ func TestThreadCacheServesCacheableOnly(t *testing.T) {
 	se, err := reg.add(stats, false, 0, nil)
 	require.NoError(t, err)
 	if f := tcFrontOf(se.handle); assert.NotNil(t, f) {
-		assert.Equal(t, core.Cacheable(pool), f.res, "its blocks come from the pool")
+		assert.Equal(t, fastpath.Cacheable(pool), f.res, "its blocks come from the pool")
 	}
 	live0, _, _, _ = tcCounts()
 	require.Equal(t, statusSuccess, rmm_allocate(toHandle(se.handle), nil, 5000, 256, &p), lastMessage())
@@ -592,16 +594,27 @@ func TestThreadCacheExitedThreads(t *testing.T) {
 	require.Equal(t, statusSuccess, rmm_stream_destroy(r.v), lastMessage())
 }
 
-// TestStreamKeyOfID: the C cache computes core's stream key of a stream of
-// id i as i | core.StreamKeyOfID(0) (the one definition is core's).
-func TestStreamKeyOfID(t *testing.T) {
-	flag := core.StreamKeyOfID(0)
-	for _, id := range []uint64{0, 1, 2, 77, 1 << 40, 1<<63 - 1} {
-		assert.Equal(t, core.StreamKeyOfID(id), id|flag, "id %d", id)
+// TestStreamKey: the default streams' key is 0; a created stream's is its
+// id | cabi.StreamKeyFlag, the key core's resources know it by
+// (core/internal/streamorder takes the flag from internal/cabi too), and
+// the C cache computes the same (cStreamKey: the CUDA backend's id
+// function, else Go).
+func TestStreamKey(t *testing.T) {
+	for _, s := range []core.Stream{core.DefaultStream, cudart.LegacyDefaultStream} {
+		k, err := streamKey(s)
+		require.NoError(t, err)
+		assert.Zero(t, k)
 	}
-	k, err := core.StreamKey(core.DefaultStream)
+	var s C_stream
+	require.Equal(t, statusSuccess, rmm_stream_create(&s.v), lastMessage())
+	defer rmm_stream_destroy(s.v)
+	k, err := streamKey(streamValue(s.v))
 	require.NoError(t, err)
-	assert.Zero(t, k)
+	r, err := cudart.Default()
+	require.NoError(t, err)
+	id, err := r.StreamGetID(streamValue(s.v))
+	require.NoError(t, err)
+	assert.Equal(t, id|cabi.StreamKeyFlag, k)
 }
 
 // TestThreadCacheReclaimSizes: a bin of a binning resource that needs a

@@ -121,6 +121,12 @@ const (
 	HandleGenBits   = 24
 )
 
+// StreamKeyFlag: the key by which core's stream-ordered resources and the
+// C ABI's caches know a stream is its CUDA stream id | StreamKeyFlag (0
+// for the legacy default stream), never its handle, which CUDA may give to
+// a new stream once the stream is destroyed.
+const StreamKeyFlag uint64 = 1 << 63
+
 // MaxAllocation is the largest request a base resource passes to CUDA or
 // to the C allocator: 2^57 bytes (128 PiB), the whole virtual address space
 // of a CPU with 5-level page tables and more than any GPU addresses. Larger

@@ -2,7 +2,7 @@
 // away from a resource: how much the C ABI's per-thread caches in front of
 // a sub-allocator may hold, how much the magazines inside the pool's heap
 // may hold, and when both give it back. Every number lives here; core
-// hands the ones the C cache needs to it through core.CacheLimits, and
+// hands the ones the C cache needs to it through fastpath.CacheLimits, and
 // the heap asks for its own. docs/thread-cache.md ("Bounds") explains them.
 //
 // The rule: a resource holding S bytes from its upstream lets its thread

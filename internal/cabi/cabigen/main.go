@@ -89,6 +89,8 @@ func writeHeader() []byte {
 	fmt.Fprintf(&b, "#define RMMGO_HANDLE_INDEX_BITS %d\n", cabi.HandleIndexBits)
 	b.WriteString("\n/* The largest request: larger ones fail in Go without a CUDA call (cabi.MaxAllocation). */\n")
 	fmt.Fprintf(&b, "#define RMMGO_MAX_ALLOCATION ((size_t)1 << %d)\n", log2(uint64(cabi.MaxAllocation)))
+	b.WriteString("\n/* A stream's key is its CUDA stream id | this (cabi.StreamKeyFlag). */\n")
+	fmt.Fprintf(&b, "#define RMMGO_STREAM_KEY_FLAG ((uint64_t)1 << %d)\n", log2(cabi.StreamKeyFlag))
 	b.WriteString("\n/* The size classes (cabi.ClassOf, cabi.ClassSize). */\n")
 	fmt.Fprintf(&b, "#define RMMGO_CLASS_STEP %d\n", cabi.ClassStep)
 	fmt.Fprintf(&b, "#define RMMGO_SMALL_CLASSES %d\n", cabi.SmallClasses)
