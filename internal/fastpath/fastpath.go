@@ -62,14 +62,16 @@ type CacheLimits struct {
 	BlockSizes []uintptr
 	// Budget is the most bytes the caches in front of the resource may
 	// hold together (blocks allocated from it and held by no user), in
-	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
+	// all threads (core/internal/cachepolicy.CacheBudget decides it).
 	// Caches hold more than Shared together only while one holds part of
 	// the budget alone (a thread's cache for one stream), when no other
 	// has for LoneAfter (or ever): one thread working alone keeps more
 	// than many threads.
 	Budget uintptr
 	// Shared is what all caches together keep when several hold part of
-	// the budget: cachepolicy.ThreadCaches of the bytes the resource holds.
+	// the budget (CacheBudget's shared part: a thirty-second of what the
+	// resource holds, or more of its idle memory while it has some to
+	// spare).
 	Shared    uintptr
 	LoneAfter time.Duration
 	// Quantum is the unit in which one thread's cache reserves part of
