@@ -23,7 +23,7 @@ ifeq ($(origin RMMGO_BACKEND), undefined)
 endif
 export RMMGO_BACKEND
 
-GO_SOURCES := $(shell find cudart core capi -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h cudart/*.h) go.mod
+GO_SOURCES := $(shell find cudart core capi internal -name '*.go' -not -name '*_test.go' 2>/dev/null) $(wildcard capi/*.c capi/*.h cudart/*.h) go.mod
 
 .PHONY: example all lib setup test test-go test-race test-c test-python test-cpp backend-note clean gpu-bundle bench-go
 all: lib

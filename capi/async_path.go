@@ -17,11 +17,11 @@ import "C"
 import (
 	"sync"
 
-	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // The Go half of the pool-based kinds' C path (async_path.c): a handle of a
-// core.CPathResource (cuda_async, cuda_async_managed, cuda_async_view) is
+// fastpath.CPathResource (cuda_async, cuda_async_managed, cuda_async_view) is
 // published to the C mirror as it is made, with the resource's C state, and
 // taken back before its resource is closed. rmm_allocate and
 // rmm_deallocate then serve it in C; anything the C path does not serve
@@ -29,25 +29,22 @@ import (
 
 var apFuncsOnce sync.Once
 
-// apPublish makes e servable from C when its resource has a C path.
-// Called once per entry, as it is made.
-func apPublish(e *entry) {
-	c, ok := e.res.(core.CPathResource)
+// apPublish makes e servable from C when its resource has a C path: false
+// when it has none. Called once per entry, as it is made (mirrorPublish).
+// Calls already inside the C path when the handle is taken back
+// (mirrorRetire) finish before the resource's Close goes on (it waits for
+// them).
+func apPublish(e *entry) bool {
+	c, ok := e.res.(fastpath.CPathResource)
 	if !ok {
-		return
+		return false
 	}
-	apFuncsOnce.Do(func() {
-		a, d := core.CPathFuncs()
-		C.rmmgo_ap_set_funcs(C.uintptr_t(a), C.uintptr_t(d))
-	})
 	p := c.CPath()
-	C.rmmgo_ap_publish(C.uint64_t(e.handle), C.uintptr_t(p.State), C.uint64_t(p.Gen))
+	apFuncsOnce.Do(func() { C.rmmgo_ap_set_funcs(C.uintptr_t(p.Allocate), C.uintptr_t(p.Deallocate)) })
+	pub := C.rmmgo_publication{tag: C.RMMGO_MIRROR_ASYNC, ap_state: C.uintptr_t(p.State), ap_gen: C.uint64_t(p.Gen)}
+	C.rmmgo_mirror_publish(C.uint64_t(e.handle), &pub)
+	return true
 }
-
-// apRetire takes e out of the mirror: runs when e's last reference went,
-// before its resource is closed. Calls already inside the C path finish
-// before the resource's Close goes on (it waits for them).
-func apRetire(e *entry) { C.rmmgo_ap_unpublish(C.uint64_t(e.handle)) }
 
 // apServedMine reports how many calls the C path served on the calling
 // thread (for tests, on a goroutine locked to its thread).

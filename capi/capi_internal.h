@@ -22,6 +22,11 @@
 /* Internal C functions stay out of librmmgo.so's dynamic symbol table. */
 #define RMMGO_INTERNAL __attribute__((visibility("hidden")))
 
+/* The rules C shares with Go, generated from internal/cabi: the handle's
+ * index bits, the largest request, the size classes, the statuses and
+ * kinds. */
+#include "cabi_generated.h"
+
 /* Nonzero in the child of a fork() (entry.c: a pthread_atfork child
  * handler sets it). Every entry point that may enter Go or take a lock
  * checks it first and refuses the call (rmmgo_refuse_forked). */
@@ -118,12 +123,12 @@ RMMGO_INTERNAL rmm_status rmmgo_deallocate_at(uint64_t handle, uintptr_t stream,
 /* ------------------------------------------- the per-thread cache
  * thread_cache.c serves rmm_allocate, rmm_deallocate and
  * rmm_deallocate_sync from a per-thread cache of free blocks for the
- * handles of core.Cacheable resources (docs/thread-cache.md); the Go halves
+ * handles of fastpath.Cacheable resources (docs/thread-cache.md); the Go halves
  * below (thread_cache.go) do what the cache cannot. */
 
 /* Adaptors a cached handle's calls run in C (thread_cache_adaptors.go): the
  * chain of statistics and limiting adaptors from the handle down to the
- * core.Cacheable resource whose blocks the cache keeps, outermost first. */
+ * fastpath.Cacheable resource whose blocks the cache keeps, outermost first. */
 #define RMMGO_TC_STEP_STATISTICS 1
 #define RMMGO_TC_STEP_LIMITING 2
 #define RMMGO_TC_MAX_STEPS 4
@@ -154,7 +159,7 @@ typedef struct rmmgo_tc_step {
   size_t alignment; /* ... and the alignment charges are rounded up to */
 } rmmgo_tc_step;
 
-/* A resource's core.CacheLimits, as the registry publishes them. */
+/* A resource's fastpath.CacheLimits, as the registry publishes them. */
 typedef struct rmmgo_tc_limits {
   size_t max_request;     /* largest request served (0: none) */
   size_t block;           /* every block's size (fixed_size), else 0 */
@@ -209,28 +214,18 @@ typedef struct rmmgo_tc_call {
 #define RMMGO_TC_FREE 0      /* rmm_deallocate */
 #define RMMGO_TC_FREE_SYNC 1 /* rmm_deallocate_sync */
 
-/* The largest size class of the cache's mechanism (a resource's
- * MaxRequest is cut to it). */
-RMMGO_INTERNAL size_t rmmgo_tc_class_max(void);
-
 /* Whether the cache is on: RMMGO_THREAD_CACHE=0 (or off, false, no) in the
  * environment turns it off; read once. Another value than those and 1, on,
  * true, yes leaves it on with a warning on stderr. */
 RMMGO_INTERNAL int rmmgo_tc_enabled(void);
 
-/* The registry's mirror: publish makes handle servable from C with its
- * resource's limits (again, after an unpublish); unpublish takes it back. */
-RMMGO_INTERNAL void rmmgo_tc_publish(uint64_t handle, const rmmgo_tc_limits* limits);
-RMMGO_INTERNAL void rmmgo_tc_unpublish(uint64_t handle);
-
 /* The CUDA backend's stream-id function (cuStreamGetId or cudaStreamGetId)
  * and cudaGetLastError, for C to call (0 on the simulated backend, where C
- * asks Go), and core's stream-key flag (core.StreamKeyOfID(0): the key of
- * a stream of id i is i | key_flag). */
-RMMGO_INTERNAL void rmmgo_tc_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error, uint64_t key_flag);
+ * asks Go). stream_check.c. */
+RMMGO_INTERNAL void rmmgo_set_stream_funcs(uintptr_t get_id, uintptr_t get_last_error);
 /* rmm_stream_destroy retired a stream: threads ask Go again about the
- * streams they checked (rmmgo_go_stream_live). */
-RMMGO_INTERNAL void rmmgo_tc_stream_retired(void);
+ * streams they checked (rmmgo_go_stream_live). stream_check.c. */
+RMMGO_INTERNAL void rmmgo_stream_retired(void);
 
 /* Takes out of every thread's cache and the depot the cached blocks of
  * handle (0: of every handle); with by_key, only those cached under stream
@@ -248,7 +243,7 @@ RMMGO_INTERNAL size_t rmmgo_tc_holding(uint64_t handle);
 
 /* A user's free of ptr that reached a cached resource another way than
  * rmm_deallocate on the handle that allocated it (an adaptor over the
- * resource, Go code: core.FreeClaimer, thread_cache.go). rmmgo_tc_peek: 0
+ * resource, Go code: fastpath.FreeClaimer, thread_cache.go). rmmgo_tc_peek: 0
  * when the table has no entry for ptr (or its handle is gone), else 1 with
  * the entry's handle, its state word (for rmmgo_tc_claim), whether it is
  * LIVE (handed out) and the user's size rounded to 256. rmmgo_tc_claim
@@ -267,8 +262,12 @@ RMMGO_INTERNAL void rmmgo_tc_budget(uint64_t handle, size_t* budget, int64_t* un
 /* For tests: runs the calling thread's exit handling of its cache now. */
 RMMGO_INTERNAL void rmmgo_tc_exit_mine(void);
 /* For tests: a thread's exit waits ns nanoseconds once its cache left the
- * list (0: none). */
+ * list (0: none); rmmgo_tc_test_exit_waiting is 1 while one waits so. */
 RMMGO_INTERNAL void rmmgo_tc_test_exit_delay(int64_t ns);
+RMMGO_INTERNAL int rmmgo_tc_test_exit_waiting(void);
+/* Moves the cache's clock on by ns (tc.h, "clock"): internal/cacheclock's
+ * Advance, for tests. */
+RMMGO_INTERNAL void rmmgo_tc_clock_advance(int64_t ns);
 
 /* rmm_deallocate taking the pointer as an integer (for Go tests). */
 RMMGO_INTERNAL rmm_status rmmgo_tc_deallocate_at(rmm_resource_t mr, uintptr_t stream, uintptr_t ptr, size_t bytes,
@@ -297,38 +296,43 @@ int rmmgo_go_stream_key(uintptr_t stream, uint64_t* key);
 
 /* ------------------------------------------- the pool-based kinds' C path
  * async_path.c serves rmm_allocate, rmm_deallocate and rmm_deallocate_sync
- * for the handles of core.CPathResource resources (cuda_async,
+ * for the handles of fastpath.CPathResource resources (cuda_async,
  * cuda_async_managed, cuda_async_view) in C, through core's C path. */
 
-/* core.CPathFuncs' functions (core/internal/asyncpath): 0 when the call
+/* fastpath.CPath's Allocate and Deallocate (core/internal/asyncpath): 0 when the call
  * succeeded; anything else did nothing. */
 typedef int (*rmmgo_ap_allocate_fn)(uintptr_t state, uint64_t gen, size_t bytes, uintptr_t stream, uintptr_t* out);
 typedef int (*rmmgo_ap_deallocate_fn)(uintptr_t state, uint64_t gen, uintptr_t stream, uintptr_t ptr, size_t bytes);
 
-/* Hands over core.CPathFuncs (async_path.go, once). */
+/* Hands over fastpath.CPath's functions (async_path.go, once). */
 RMMGO_INTERNAL void rmmgo_ap_set_funcs(uintptr_t allocate, uintptr_t deallocate);
-/* The mirror: publish makes handle servable from C with its resource's
- * core.CPath (0 when there was no host memory for it); unpublish takes it
- * back (before the resource is closed). */
-RMMGO_INTERNAL int rmmgo_ap_publish(uint64_t handle, uintptr_t state, uint64_t gen);
-RMMGO_INTERNAL void rmmgo_ap_unpublish(uint64_t handle);
-
-/* The dispatch of rmm_allocate and rmm_deallocate(_sync) (thread_cache.c):
- * true when the call was served and succeeded (the caller returns
- * RMM_SUCCESS); false: the caller goes on, and Go serves and reports it.
- * RMMGO_AP_ANY() is 0 while no handle is published: then the call need not
- * be made. */
-RMMGO_INTERNAL extern int rmmgo_ap_published;
-#define RMMGO_AP_ANY() (__atomic_load_n(&rmmgo_ap_published, __ATOMIC_RELAXED) != 0)
-RMMGO_INTERNAL bool rmmgo_ap_try_allocate(rmm_resource_t mr, rmm_stream_t stream, size_t bytes, size_t alignment,
-                                          void** ptr);
-RMMGO_INTERNAL bool rmmgo_ap_try_deallocate(rmm_resource_t mr, rmm_stream_t stream, void* ptr, size_t bytes);
 
 /* For tests: how many calls async_path.c served on the calling thread. */
 RMMGO_INTERNAL uint64_t rmmgo_ap_served_mine(void);
 
-/* The thread cache's stream epoch (thread_cache.c): it moves on each time
- * rmm_stream_destroy retires a stream. */
-RMMGO_INTERNAL uint64_t rmmgo_tc_stream_epoch(void);
+/* ------------------------------------------- the registry's mirror
+ * mirror.c: which C path serves a handle, and what it needs (mirror.h).
+ * The registry publishes a handle as it is made and takes it back before
+ * its resource is closed (mirror.go). */
+#define RMMGO_MIRROR_NONE 0  /* Go serves the handle */
+#define RMMGO_MIRROR_CACHE 1 /* the per-thread cache (thread_cache.c) */
+#define RMMGO_MIRROR_ASYNC 2 /* the pool-based kinds' C path (async_path.c) */
+
+/* What a handle is published with: its tag, and the cache's limits
+ * (RMMGO_MIRROR_CACHE) or fastpath.CPath's state and generation
+ * (RMMGO_MIRROR_ASYNC). */
+typedef struct rmmgo_publication {
+  int tag;
+  rmmgo_tc_limits limits;
+  uintptr_t ap_state;
+  uint64_t ap_gen;
+} rmmgo_publication;
+
+/* Makes handle servable from C (again, after an unpublish; with new limits
+ * when it is): 1, or 0 when there is nothing C can serve or no host memory
+ * for the mirror (the handle takes the Go path). */
+RMMGO_INTERNAL int rmmgo_mirror_publish(uint64_t handle, const rmmgo_publication* p);
+/* Takes handle back: from now on its calls go to Go. */
+RMMGO_INTERNAL void rmmgo_mirror_unpublish(uint64_t handle);
 
 #endif /* RMMGO_CAPI_INTERNAL_H */

@@ -23,11 +23,23 @@
 //     failure_callback kinds over the caller's C functions.
 //   - resources.go: rmm_resource_create, retain and release,
 //     rmm_allocate_sync and the queries every resource answers.
-//   - thread_cache.c: rmm_allocate, rmm_deallocate and rmm_deallocate_sync,
-//     served from a per-thread cache of blocks (docs/thread-cache.md), with
-//     their uncached Go halves and each cached handle's front (a
-//     core.BlockCache attached to its core.Cacheable resource) in
-//     thread_cache.go.
+//   - route.c: rmm_allocate, rmm_deallocate and rmm_deallocate_sync, sent
+//     by the registry's mirror (mirror.h, mirror.c, mirror.go: each live
+//     handle's tag) to the C path that serves the handle, else to their Go
+//     halves (thread_cache.go):
+//   - thread_cache.c and tc_*.c (tc.h lists them): the per-thread cache of
+//     blocks for the handles of fastpath.Cacheable resources
+//     (docs/thread-cache.md), with each cached handle's front (a
+//     fastpath.BlockCache attached to its resource) in thread_cache.go;
+//   - async_path.c and async_path.go: the pool-based kinds (cuda_async,
+//     cuda_async_managed, cuda_async_view), served in C through core's C
+//     path (fastpath.CPath);
+//   - cabi_generated.h: the rules C shares with Go (the handle's index
+//     bits, the largest request, the size classes, the statuses and kinds),
+//     generated from internal/cabi, as are the enums of include/rmmgo.h;
+//   - stream_check.h and stream_check.c: the one check both C paths make
+//     that a stream was not retired; spin.h: the one spin lock of the C
+//     files.
 //   - streams.go: the streams the library made, and those rmm_stream_destroy
 //     retired (refused by every call from then on).
 //   - per_kind.go: the calls particular to one kind (rmm_pool_size,

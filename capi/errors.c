@@ -66,20 +66,11 @@ const char* rmm_last_error_message(void) { return rmmgo_message != NULL ? rmmgo_
 
 const char* rmm_status_string(rmm_status status) {
   switch (status) {
-    case RMM_SUCCESS: return "RMM_SUCCESS";
-    case RMM_ERROR_INVALID_ARGUMENT: return "RMM_ERROR_INVALID_ARGUMENT";
-    case RMM_ERROR_INVALID_HANDLE: return "RMM_ERROR_INVALID_HANDLE";
-    case RMM_ERROR_OUT_OF_MEMORY: return "RMM_ERROR_OUT_OF_MEMORY";
-    case RMM_ERROR_BAD_ALLOC: return "RMM_ERROR_BAD_ALLOC";
-    case RMM_ERROR_BAD_ALIGNMENT: return "RMM_ERROR_BAD_ALIGNMENT";
-    case RMM_ERROR_INVALID_POINTER: return "RMM_ERROR_INVALID_POINTER";
-    case RMM_ERROR_INVALID_DEVICE: return "RMM_ERROR_INVALID_DEVICE";
-    case RMM_ERROR_WRONG_DEVICE: return "RMM_ERROR_WRONG_DEVICE";
-    case RMM_ERROR_NOT_SUPPORTED: return "RMM_ERROR_NOT_SUPPORTED";
-    case RMM_ERROR_CUDA: return "RMM_ERROR_CUDA";
-    case RMM_ERROR_BACKEND_UNAVAILABLE: return "RMM_ERROR_BACKEND_UNAVAILABLE";
-    case RMM_ERROR_OUT_OF_RANGE: return "RMM_ERROR_OUT_OF_RANGE";
-    case RMM_ERROR_INTERNAL: return "RMM_ERROR_INTERNAL";
+#define RMMGO_STATUS_CASE(name) \
+  case name:                    \
+    return #name;
+    RMMGO_STATUSES(RMMGO_STATUS_CASE) /* every status, from internal/cabi */
+#undef RMMGO_STATUS_CASE
   }
   return "RMM_ERROR_UNKNOWN_STATUS";
 }

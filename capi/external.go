@@ -28,6 +28,7 @@ import (
 	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // External resources: the caller's functions as a registered resource
@@ -35,7 +36,7 @@ import (
 // Go closures, called through the trampolines of external.c.
 
 func init() {
-	k := &kindSpec{kind: C.RMM_RESOURCE_EXTERNAL, name: "external", class: "external_memory_resource",
+	k := &kindSpec{kind: C.RMM_RESOURCE_EXTERNAL, name: cabi.KindExternal, class: "external_memory_resource",
 		make: func(*createArgs) (core.Resource, error) {
 			return nil, fmt.Errorf("%w: make an external resource with rmm_resource_create_external", core.ErrInvalidArgument)
 		}}

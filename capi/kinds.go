@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // The kinds of resource: one table, read by rmm_resource_create (which
@@ -22,7 +23,7 @@ import (
 // kindSpec is one rmm_resource_kind.
 type kindSpec struct {
 	kind  C.rmm_resource_kind
-	name  string // core's Kind() of the resources it makes
+	name  string // core's Kind() of the resources it makes: internal/cabi's name of kind
 	class string // RMM's class name, which rmm_resource_name returns
 	// upstream: made over options.upstream, which must be given.
 	upstream bool
@@ -42,55 +43,55 @@ type createArgs struct {
 
 var kindTable = []kindSpec{
 	// base resources
-	{kind: C.RMM_RESOURCE_CUDA, name: "cuda", class: "cuda_memory_resource",
+	{kind: C.RMM_RESOURCE_CUDA, class: "cuda_memory_resource",
 		make: func(*createArgs) (core.Resource, error) { return core.NewCuda() }},
-	{kind: C.RMM_RESOURCE_MANAGED, name: "managed", class: "managed_memory_resource",
+	{kind: C.RMM_RESOURCE_MANAGED, class: "managed_memory_resource",
 		make: func(*createArgs) (core.Resource, error) { return core.NewManaged() }},
-	{kind: C.RMM_RESOURCE_PINNED_HOST, name: "pinned_host", class: "pinned_host_memory_resource",
+	{kind: C.RMM_RESOURCE_PINNED_HOST, class: "pinned_host_memory_resource",
 		make: func(*createArgs) (core.Resource, error) { return core.NewPinnedHost() }},
-	{kind: C.RMM_RESOURCE_SYSTEM, name: "system", class: "system_memory_resource",
+	{kind: C.RMM_RESOURCE_SYSTEM, class: "system_memory_resource",
 		make: func(*createArgs) (core.Resource, error) { return core.NewSystem() }},
-	{kind: C.RMM_RESOURCE_SAM_HEADROOM, name: "sam_headroom", class: "sam_headroom_memory_resource",
+	{kind: C.RMM_RESOURCE_SAM_HEADROOM, class: "sam_headroom_memory_resource",
 		needsOptions: true, make: makeSAMHeadroom},
-	{kind: C.RMM_RESOURCE_CUDA_ASYNC, name: "cuda_async", class: "cuda_async_memory_resource",
+	{kind: C.RMM_RESOURCE_CUDA_ASYNC, class: "cuda_async_memory_resource",
 		make: makeCudaAsync},
-	{kind: C.RMM_RESOURCE_CUDA_ASYNC_VIEW, name: "cuda_async_view", class: "cuda_async_view_memory_resource",
+	{kind: C.RMM_RESOURCE_CUDA_ASYNC_VIEW, class: "cuda_async_view_memory_resource",
 		needsOptions: true, make: makeCudaAsyncView},
-	{kind: C.RMM_RESOURCE_CUDA_ASYNC_MANAGED, name: "cuda_async_managed", class: "cuda_async_managed_memory_resource",
+	{kind: C.RMM_RESOURCE_CUDA_ASYNC_MANAGED, class: "cuda_async_managed_memory_resource",
 		make: func(*createArgs) (core.Resource, error) { return core.NewCudaAsyncManaged() }},
 	// sub-allocators
-	{kind: C.RMM_RESOURCE_POOL, name: "pool", class: "pool_memory_resource",
+	{kind: C.RMM_RESOURCE_POOL, class: "pool_memory_resource",
 		upstream: true, make: makePool},
-	{kind: C.RMM_RESOURCE_ARENA, name: "arena", class: "arena_memory_resource",
+	{kind: C.RMM_RESOURCE_ARENA, class: "arena_memory_resource",
 		upstream: true, make: makeArena},
-	{kind: C.RMM_RESOURCE_FIXED_SIZE, name: "fixed_size", class: "fixed_size_memory_resource",
+	{kind: C.RMM_RESOURCE_FIXED_SIZE, class: "fixed_size_memory_resource",
 		upstream: true, make: makeFixedSize},
-	{kind: C.RMM_RESOURCE_BINNING, name: "binning", class: "binning_memory_resource",
+	{kind: C.RMM_RESOURCE_BINNING, class: "binning_memory_resource",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) {
 			return core.NewBinning(a.upstream, int(a.o.min_size_exponent), int(a.o.max_size_exponent))
 		}},
-	{kind: C.RMM_RESOURCE_EXPANDABLE, name: "expandable", class: "expandable_memory_resource",
+	{kind: C.RMM_RESOURCE_EXPANDABLE, class: "expandable_memory_resource",
 		make: makeExpandable},
 	// adaptors
-	{kind: C.RMM_RESOURCE_ALIGNED, name: "aligned", class: "aligned_resource_adaptor",
+	{kind: C.RMM_RESOURCE_ALIGNED, class: "aligned_resource_adaptor",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) {
 			return core.NewAligned(a.upstream, uintptr(a.o.alignment), uintptr(a.o.alignment_threshold))
 		}},
-	{kind: C.RMM_RESOURCE_CALLBACK, name: "callback", class: "callback_memory_resource",
+	{kind: C.RMM_RESOURCE_CALLBACK, class: "callback_memory_resource",
 		needsOptions: true, make: makeCallback},
-	{kind: C.RMM_RESOURCE_FAILURE_CALLBACK, name: "failure_callback", class: "failure_callback_resource_adaptor",
+	{kind: C.RMM_RESOURCE_FAILURE_CALLBACK, class: "failure_callback_resource_adaptor",
 		upstream: true, make: makeFailureCallback},
-	{kind: C.RMM_RESOURCE_LIMITING, name: "limiting", class: "limiting_resource_adaptor",
+	{kind: C.RMM_RESOURCE_LIMITING, class: "limiting_resource_adaptor",
 		upstream: true, make: makeLimiting},
-	{kind: C.RMM_RESOURCE_LOGGING, name: "logging", class: "logging_resource_adaptor",
+	{kind: C.RMM_RESOURCE_LOGGING, class: "logging_resource_adaptor",
 		upstream: true, make: makeLogging},
-	{kind: C.RMM_RESOURCE_PREFETCH, name: "prefetch", class: "prefetch_resource_adaptor",
+	{kind: C.RMM_RESOURCE_PREFETCH, class: "prefetch_resource_adaptor",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) { return core.NewPrefetch(a.upstream) }},
-	{kind: C.RMM_RESOURCE_STATISTICS, name: "statistics", class: "statistics_resource_adaptor",
+	{kind: C.RMM_RESOURCE_STATISTICS, class: "statistics_resource_adaptor",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) { return core.NewStatistics(a.upstream) }},
-	{kind: C.RMM_RESOURCE_THREAD_SAFE, name: "thread_safe", class: "thread_safe_resource_adaptor",
+	{kind: C.RMM_RESOURCE_THREAD_SAFE, class: "thread_safe_resource_adaptor",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) { return core.NewThreadSafe(a.upstream) }},
-	{kind: C.RMM_RESOURCE_TRACKING, name: "tracking", class: "tracking_resource_adaptor",
+	{kind: C.RMM_RESOURCE_TRACKING, class: "tracking_resource_adaptor",
 		upstream: true, make: func(a *createArgs) (core.Resource, error) {
 			return core.NewTracking(a.upstream, a.o.capture_stacks != 0)
 		}},
@@ -108,6 +109,7 @@ var (
 func init() {
 	for i := range kindTable {
 		k := &kindTable[i]
+		k.name = cabi.KindName(int(k.kind))
 		kindsByEnum[k.kind] = k
 		kindsByName[k.name] = k
 		classNames[k.kind] = C.CString(k.class)

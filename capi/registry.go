@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // The registry: one per process, it maps the opaque handles C callers hold
@@ -41,8 +42,8 @@ import (
 // current from C is seen through the same handle by every getter.
 
 const (
-	indexBits = 24
-	genBits   = 24
+	indexBits = cabi.HandleIndexBits
+	genBits   = cabi.HandleGenBits
 	tagShift  = indexBits + genBits
 	indexMask = 1<<indexBits - 1
 	genMask   = 1<<genBits - 1
@@ -214,8 +215,7 @@ func (r *registry) releaseEntry(e *entry) error {
 func (r *registry) finalize(e *entry) error {
 	// The thread caches let go of e's blocks before anything else, and
 	// the C path stops serving e.
-	tcRetire(e)
-	apRetire(e)
+	mirrorRetire(e)
 	r.mu.Lock()
 	d := r.dir.Load()
 	d.chunks[e.index>>chunkBits][e.index&chunkMask].Store(nil)
@@ -298,8 +298,7 @@ func (r *registry) addLocked(res core.Resource, owned bool, device int, deps []*
 		deps:   deps,
 	}
 	e.refs.Store(1)
-	tcPublish(e)
-	apPublish(e)
+	mirrorPublish(e)
 	r.dir.Load().chunks[index>>chunkBits][index&chunkMask].Store(e)
 	if comparable(res) {
 		r.byRes.Store(res, e)

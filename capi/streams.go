@@ -43,7 +43,7 @@ import (
 //
 // The checks cost one atomic load while no stream is retired. The C cache
 // checks a stream once per thread and retirement (rmmgo_go_stream_live,
-// rmmgo_tc_stream_retired), not on every call.
+// rmmgo_stream_retired), not on every call.
 
 // maxParked bounds the retired streams kept alive.
 const maxParked = 4096
@@ -182,7 +182,7 @@ func (t *streamTable) destroy(r cudart.Runtime, s core.Stream) error {
 	}
 	t.nretired.Store(int64(len(t.gone)))
 	t.mu.Unlock()
-	C.rmmgo_tc_stream_retired() // threads check their streams again
+	C.rmmgo_stream_retired() // threads check their streams again
 	var first error
 	for _, x := range evict {
 		if err := r.StreamDestroy(x); err != nil && first == nil {

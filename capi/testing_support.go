@@ -2,6 +2,13 @@ package main
 
 /*
 #include "capi_internal.h"
+#include "tc.h"
+
+// The C cache's size classes, for the test that they are internal/cabi's.
+static int rmmgo_test_class_of(size_t bytes) { return tc_class_of(bytes); }
+static size_t rmmgo_test_class_size(int c) { return tc_class_size(c); }
+static const size_t rmmgo_test_class_sizes[] = {RMMGO_CLASS_SIZES};
+static size_t rmmgo_test_class_sizes_at(int c) { return rmmgo_test_class_sizes[c]; }
 */
 import "C"
 
@@ -146,3 +153,11 @@ type cResourceT = C.rmm_resource_t
 
 // cInt is v as a C int.
 func cInt(v int) C.int { return C.int(v) }
+
+// cClassOf and cClassSize are the C cache's tc_class_of and tc_class_size;
+// cClassTable is RMMGO_CLASS_SIZES (cabi_generated.h) at c.
+func cClassOf(n uintptr) int     { return int(C.rmmgo_test_class_of(C.size_t(n))) }
+func cClassSize(c int) uintptr   { return uintptr(C.rmmgo_test_class_size(C.int(c))) }
+func cClassTable(c int) uintptr  { return uintptr(C.rmmgo_test_class_sizes_at(C.int(c))) }
+func cClasses() int              { return int(C.RMMGO_CLASSES) }
+func cStatusString(v int) string { return C.GoString(C.rmm_status_string(C.rmm_status(v))) }

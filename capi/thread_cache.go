@@ -16,11 +16,14 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
+	"github.com/rmmgo/rmmgo/internal/cacheclock"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // The Go half of the per-thread cache (thread_cache.c; docs/thread-cache.md):
 // each cached handle's front (its state on the Go side, attached to its
-// resource as a core.BlockCache), the crossings the C side makes on a miss
+// resource as a fastpath.BlockCache), the crossings the C side makes on a miss
 // or a full class, the uncached calls, and the flushes. A flush that gives
 // back blocks cached under another stream than the legacy default stream
 // (blocks whose stream may be gone) synchronizes the device first and then
@@ -39,7 +42,7 @@ func tcEnabled() bool { return C.rmmgo_tc_enabled() != 0 }
 // use.
 type tcFront struct {
 	handle uintptr
-	res    core.Cacheable
+	res    fastpath.Cacheable
 	steps  []C.rmmgo_tc_step // the handle's adaptors, run in C
 	device int               // the resource's device, for the synchronizations of flushes
 	detach func()
@@ -51,22 +54,22 @@ var tcFronts sync.Map // uintptr -> *tcFront
 var tcStreamFuncsOnce sync.Once
 
 // tcPublish makes e servable from C when its resource is one a cache may
-// serve (or adaptors C can run over one) and the cache is on. Called once
-// per entry, as it is made.
-func tcPublish(e *entry) {
+// serve (or adaptors C can run over one) and the cache is on: false when
+// it is not. Called once per entry, as it is made (mirrorPublish).
+func tcPublish(e *entry) bool {
 	if !tcEnabled() {
-		return
+		return false
 	}
 	c, steps := cacheChain(e.res)
 	if c == nil {
-		return
+		return false
 	}
 	tcStreamFuncsOnce.Do(func() {
 		var getID, getLastError uintptr
 		if r, err := cudart.Default(); err == nil {
 			getID, getLastError = cudart.StreamGetIDFuncs(r)
 		}
-		C.rmmgo_tc_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError), C.uint64_t(core.StreamKeyOfID(0)))
+		C.rmmgo_set_stream_funcs(C.uintptr_t(getID), C.uintptr_t(getLastError))
 	})
 	f := &tcFront{handle: e.handle, res: c, steps: steps, device: -1}
 	if d, ok := c.(interface{ Device() int }); ok {
@@ -75,13 +78,17 @@ func tcPublish(e *entry) {
 	f.detach = c.AttachCache(f)
 	tcFronts.Store(e.handle, f)
 	f.publish()
+	return true
 }
 
-// publish writes the resource's limits to the mirror (nothing when the
-// resource has none now).
+// publish writes the resource's limits to the mirror with the cache's tag
+// (nothing when the resource has none now).
 func (f *tcFront) publish() {
 	l := f.res.CacheLimits()
-	lim := C.rmmgo_tc_limits{
+	var pub C.rmmgo_publication
+	pub.tag = C.RMMGO_MIRROR_CACHE
+	lim := &pub.limits
+	*lim = C.rmmgo_tc_limits{
 		max_request:      C.size_t(l.MaxRequest),
 		block:            C.size_t(l.BlockSize),
 		budget:           C.size_t(l.Budget),
@@ -105,7 +112,7 @@ func (f *tcFront) publish() {
 		lim.sizes[i] = C.size_t(sz)
 		lim.nsizes = C.int(i + 1)
 	}
-	C.rmmgo_tc_publish(C.uint64_t(f.handle), &lim)
+	C.rmmgo_mirror_publish(C.uint64_t(f.handle), &pub)
 }
 
 // tcFrontOf returns handle's front, or nil.
@@ -117,16 +124,15 @@ func tcFrontOf(handle uintptr) *tcFront {
 }
 
 // tcRetire runs when e's last reference went, before its resource is
-// closed: it takes e out of the mirror first (no thread caches for it any
-// more), then takes its blocks out of every thread's cache, the depot and
-// the table, gives the cached ones back and detaches the cache.
+// closed, after mirrorRetire took e out of the mirror (no thread caches
+// for it any more): it takes its blocks out of every thread's cache, the
+// depot and the table, gives the cached ones back and detaches the cache.
 func tcRetire(e *entry) {
 	v, ok := tcFronts.LoadAndDelete(e.handle)
 	if !ok {
 		return
 	}
 	f := v.(*tcFront)
-	C.rmmgo_tc_unpublish(C.uint64_t(e.handle))
 	_ = f.giveBack(tcCollect(e.handle, false, 0, true, 0, 0), core.DefaultStream)
 	f.detach()
 }
@@ -140,7 +146,7 @@ func tcWithout(handle uintptr, fn func()) {
 		fn()
 		return
 	}
-	C.rmmgo_tc_unpublish(C.uint64_t(handle))
+	C.rmmgo_mirror_unpublish(C.uint64_t(handle))
 	_ = f.giveBack(tcCollect(handle, false, 0, false, 0, 0), core.DefaultStream)
 	defer func() {
 		if _, ok := reg.lookup(handle); ok && tcFrontOf(handle) == f {
@@ -163,7 +169,7 @@ func tcFlush(handle uintptr) {
 var tcCrossed struct{ refills, refilled, drains, reclaims atomic.Int64 }
 
 // Reclaim gives every block cached for the handle back to its resource
-// (core.BlockCache): the resource needs memory.
+// (fastpath.BlockCache): the resource needs memory.
 func (f *tcFront) Reclaim(need uintptr) bool {
 	tcCrossed.reclaims.Add(1)
 	blocks := tcCollect(f.handle, false, 0, false, 0, 0)
@@ -172,7 +178,7 @@ func (f *tcFront) Reclaim(need uintptr) bool {
 }
 
 // ReclaimSizes gives back the blocks cached for the handle whose size is
-// in (lo, hi] (core.SizedBlockCache): a bin of a binning resource needs
+// in (lo, hi] (fastpath.SizedBlockCache): a bin of a binning resource needs
 // only blocks of its own sizes.
 func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
 	tcCrossed.reclaims.Add(1)
@@ -183,12 +189,12 @@ func (f *tcFront) ReclaimSizes(lo, hi uintptr) bool {
 
 // ClaimFree forgets ptr when a cache of a handle over res handed it out
 // and a user frees it through a path that reaches res directly (an adaptor
-// C does not run, Go code): core.FreeClaimer. Without it the block's
+// C does not run, Go code): fastpath.FreeClaimer. Without it the block's
 // entry stayed LIVE, and a second free through the handle was accepted and
 // cached a block res had handed out again (issue 24). A block the caches
 // hold is refused as not live, a size res does not take for it as res
 // says (CheckFree); the fronts of every handle over res answer alike.
-func (f *tcFront) ClaimFree(res core.Cacheable, ptr, bytes uintptr) (uintptr, func(), bool, error) {
+func (f *tcFront) ClaimFree(res fastpath.Cacheable, ptr, bytes uintptr) (uintptr, func(), bool, error) {
 	for {
 		var h, m C.uint64_t
 		var live C.int
@@ -216,7 +222,7 @@ func (f *tcFront) ClaimFree(res core.Cacheable, ptr, bytes uintptr) (uintptr, fu
 }
 
 // HeldBytes is what the caches hold for the handle and no user does
-// (core.BlockCache).
+// (fastpath.BlockCache).
 func (f *tcFront) HeldBytes() uintptr { return uintptr(C.rmmgo_tc_holding(C.uint64_t(f.handle))) }
 
 // tcCollect takes blocks out of the caches (rmmgo_tc_collect).
@@ -324,13 +330,31 @@ func syncDevices(devs map[int]bool) error {
 	return first
 }
 
+// streamKey returns the key by which core's resources and the caches know
+// stream s: 0 for the legacy default stream (0 and cudaStreamLegacy), else
+// its CUDA stream id | cabi.StreamKeyFlag.
+func streamKey(s core.Stream) (uint64, error) {
+	if s == core.DefaultStream || s == cudart.LegacyDefaultStream {
+		return 0, nil
+	}
+	r, err := cudart.Default()
+	if err != nil {
+		return 0, err
+	}
+	id, err := r.StreamGetID(s)
+	if err != nil {
+		return 0, err
+	}
+	return id | cabi.StreamKeyFlag, nil
+}
+
 // tcFlushStream gives back every block cached under stream s's key, on s
 // itself (it is alive: called before s is retired).
 func tcFlushStream(s core.Stream) {
 	if !tcEnabled() || s == core.DefaultStream || s == cudart.LegacyDefaultStream {
 		return
 	}
-	key, err := core.StreamKey(s)
+	key, err := streamKey(s)
 	if err != nil {
 		return // not a live stream: the destroy reports it
 	}
@@ -356,6 +380,16 @@ func tcExitMine() { C.rmmgo_tc_exit_mine() }
 // list (for tests; 0: none).
 func tcTestExitDelay(d time.Duration) { C.rmmgo_tc_test_exit_delay(C.int64_t(d.Nanoseconds())) }
 
+// tcTestExitWaiting reports whether a thread's exit is waiting the delay
+// tcTestExitDelay set: its cache is off the list, its pairs not yet moved.
+func tcTestExitWaiting() bool { return C.rmmgo_tc_test_exit_waiting() != 0 }
+
+// The C cache's clock moves with internal/cacheclock's: a test that
+// advances one advances both.
+func init() {
+	cacheclock.OnAdvance(func(d time.Duration) { C.rmmgo_tc_clock_advance(C.int64_t(d)) })
+}
+
 // tcCounts reports what the table and caches hold (for tests).
 func tcCounts() (live, cached, depot, caches int) {
 	var l, c, o, k C.size_t
@@ -377,7 +411,7 @@ func tcBudget(handle uintptr) (budget uintptr, unreserved int64, cached uintptr)
 // tcCall reads a crossing's arguments; the blocks to give back first are
 // given back on the way in. The resource is the one the handle's blocks
 // come from.
-func tcCall(call *C.rmmgo_tc_call) (*entry, core.Cacheable, bool) {
+func tcCall(call *C.rmmgo_tc_call) (*entry, fastpath.Cacheable, bool) {
 	if call.ngive > 0 {
 		tcGiveBackAny(unsafe.Slice(call.give, int(call.ngive)))
 	}
@@ -447,10 +481,10 @@ func rmmgo_go_free_check(handle C.uint64_t, which C.int, ptr C.uintptr_t, bytes,
 	fn = fmt.Sprintf("%s(%#x, %d bytes)", fn, uintptr(ptr), bytes)
 	// The resource the blocks come from says it, as it would behind the
 	// handle's adaptors.
-	var c core.Cacheable
+	var c fastpath.Cacheable
 	if f := tcFrontOf(e.handle); f != nil {
 		c = f.res
-	} else if c, ok = e.res.(core.Cacheable); !ok {
+	} else if c, ok = e.res.(fastpath.Cacheable); !ok {
 		return badHandle(fn, toHandle(uintptr(handle)))
 	}
 	kind := c.Kind()
@@ -490,7 +524,7 @@ func rmmgo_go_stream_key(stream C.uintptr_t, key *C.uint64_t) (rc C.int) {
 			rc = 1
 		}
 	}()
-	k, err := core.StreamKey(core.Stream(stream))
+	k, err := streamKey(core.Stream(stream))
 	if err != nil {
 		return 1
 	}
@@ -499,7 +533,7 @@ func rmmgo_go_stream_key(stream C.uintptr_t, key *C.uint64_t) (rc C.int) {
 }
 
 // The uncached calls. Resources that caches serve ask the caches for their
-// blocks themselves before they grow or fail (core.Cacheable).
+// blocks themselves before they grow or fail (fastpath.Cacheable).
 
 //export rmmgo_go_allocate
 func rmmgo_go_allocate(mr C.rmm_resource_t, stream C.rmm_stream_t, bytes, alignment C.size_t, ptr *unsafe.Pointer) (st status) {

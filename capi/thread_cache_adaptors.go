@@ -12,12 +12,13 @@ import (
 	"unsafe"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // Adaptors served by the thread cache (docs/thread-cache.md, "Adaptors").
 //
 // A handle whose resource is a chain of statistics and limiting adaptors
-// over a core.Cacheable resource is cached like that resource: its calls
+// over a fastpath.Cacheable resource is cached like that resource: its calls
 // take blocks from the resource through the handle's own caches, and run
 // the adaptors in C on the way (thread_cache.c, "adaptors"). The adaptors'
 // state that every call changes lives in C memory from then on, and the
@@ -29,11 +30,11 @@ import (
 // cacheChain returns the Cacheable resource at the end of res's chain of
 // adaptors the C cache can run, and those adaptors as steps for the mirror
 // (outermost first); nil when res is no such chain.
-func cacheChain(res core.Resource) (core.Cacheable, []C.rmmgo_tc_step) {
+func cacheChain(res core.Resource) (fastpath.Cacheable, []C.rmmgo_tc_step) {
 	var steps []C.rmmgo_tc_step
 	for {
 		switch r := res.(type) {
-		case core.Cacheable:
+		case fastpath.Cacheable:
 			return r, steps
 		case *core.Statistics:
 			if len(steps) == C.RMMGO_TC_MAX_STEPS {

@@ -13,6 +13,9 @@ import (
 
 	"github.com/rmmgo/rmmgo/core"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
+	"github.com/rmmgo/rmmgo/internal/cacheclock"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // The per-thread cache seen from Go: what the C side holds (tcCounts,
@@ -91,7 +94,7 @@ func TestThreadCacheServesCacheableOnly(t *testing.T) {
 	se, err := reg.add(stats, false, 0, nil)
 	require.NoError(t, err)
 	if f := tcFrontOf(se.handle); assert.NotNil(t, f) {
-		assert.Equal(t, core.Cacheable(pool), f.res, "its blocks come from the pool")
+		assert.Equal(t, fastpath.Cacheable(pool), f.res, "its blocks come from the pool")
 	}
 	live0, _, _, _ = tcCounts()
 	require.Equal(t, statusSuccess, rmm_allocate(toHandle(se.handle), nil, 5000, 256, &p), lastMessage())
@@ -138,7 +141,8 @@ func TestThreadCacheUsedBytesOneNumber(t *testing.T) {
 			want += (n + 255) &^ 255
 		}
 	})
-	time.Sleep(10 * time.Millisecond) // the exit has taken the cache off the list, and waits
+	// The exit has taken the cache off the list, and waits.
+	require.Eventually(t, tcTestExitWaiting, 5*time.Second, 100*time.Microsecond)
 	assert.Equal(t, want, pool.UsedBytes(), "while the thread exits")
 	<-exited
 	assert.Equal(t, want, pool.UsedBytes())
@@ -521,7 +525,7 @@ func TestThreadCacheFutileReclaimQuiets(t *testing.T) {
 	tooBig()
 	_, cached, _, _ = tcCounts()
 	assert.Positive(t, cached, "a failure right after a futile reclaim leaves the caches alone")
-	time.Sleep(15 * time.Millisecond) // cachepolicy.ReclaimQuiet and some
+	cacheclock.Advance(20 * time.Millisecond) // past cachepolicy.ReclaimQuiet (10 ms)
 	tooBig()
 	_, cached, _, _ = tcCounts()
 	assert.Zero(t, cached, "after the quiet time a failure reclaims again")
@@ -577,7 +581,7 @@ func TestThreadCacheExitedThreads(t *testing.T) {
 	tcExitMine()
 	_, _, d4, _ := tcCounts()
 	require.Positive(t, d4)
-	time.Sleep(pool.CacheLimits().ExitedWait + 5*time.Millisecond)
+	cacheclock.Advance(pool.CacheLimits().ExitedWait + time.Millisecond)
 	var r C_stream
 	require.Equal(t, statusSuccess, rmm_stream_create(&r.v), lastMessage())
 	require.Equal(t, statusSuccess, rmm_allocate(h, r.v, 100000, 256, &q), lastMessage())
@@ -590,16 +594,27 @@ func TestThreadCacheExitedThreads(t *testing.T) {
 	require.Equal(t, statusSuccess, rmm_stream_destroy(r.v), lastMessage())
 }
 
-// TestStreamKeyOfID: the C cache computes core's stream key of a stream of
-// id i as i | core.StreamKeyOfID(0) (the one definition is core's).
-func TestStreamKeyOfID(t *testing.T) {
-	flag := core.StreamKeyOfID(0)
-	for _, id := range []uint64{0, 1, 2, 77, 1 << 40, 1<<63 - 1} {
-		assert.Equal(t, core.StreamKeyOfID(id), id|flag, "id %d", id)
+// TestStreamKey: the default streams' key is 0; a created stream's is its
+// id | cabi.StreamKeyFlag, the key core's resources know it by
+// (core/internal/streamorder takes the flag from internal/cabi too), and
+// the C cache computes the same (cStreamKey: the CUDA backend's id
+// function, else Go).
+func TestStreamKey(t *testing.T) {
+	for _, s := range []core.Stream{core.DefaultStream, cudart.LegacyDefaultStream} {
+		k, err := streamKey(s)
+		require.NoError(t, err)
+		assert.Zero(t, k)
 	}
-	k, err := core.StreamKey(core.DefaultStream)
+	var s C_stream
+	require.Equal(t, statusSuccess, rmm_stream_create(&s.v), lastMessage())
+	defer rmm_stream_destroy(s.v)
+	k, err := streamKey(streamValue(s.v))
 	require.NoError(t, err)
-	assert.Zero(t, k)
+	r, err := cudart.Default()
+	require.NoError(t, err)
+	id, err := r.StreamGetID(streamValue(s.v))
+	require.NoError(t, err)
+	assert.Equal(t, id|cabi.StreamKeyFlag, k)
 }
 
 // TestThreadCacheReclaimSizes: a bin of a binning resource that needs a

@@ -56,8 +56,6 @@ func upDeallocate(up Resource, s Stream, ptr, bytes, alignment uintptr, sync boo
 	return up.Deallocate(s, ptr, bytes, alignment)
 }
 
-const kindAligned = "aligned"
-
 // Aligned is RMM's aligned_resource_adaptor: it gives allocations of at
 // least a threshold size a larger alignment than the upstream guarantees.
 //

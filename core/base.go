@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // Machinery shared by the base resources: the runtime and device they were
@@ -12,25 +13,12 @@ import (
 // cudaFree (live_table.go says what is checked) and the translation of a
 // failed free into ErrInvalidPointer.
 
-// Kind names of the base resources, as Kind() and the C ABI spell them.
-const (
-	kindCuda             = "cuda"
-	kindManaged          = "managed"
-	kindPinnedHost       = "pinned_host"
-	kindSystem           = "system"
-	kindSAMHeadroom      = "sam_headroom"
-	kindCudaAsync        = "cuda_async"
-	kindCudaAsyncView    = "cuda_async_view"
-	kindCudaAsyncManaged = "cuda_async_managed"
-)
-
 // maxAllocation is the largest request a base resource passes to CUDA or to
-// the C allocator: 2^57 bytes (128 PiB), the whole virtual address space of
-// a CPU with 5-level page tables and more than any GPU addresses. Larger
-// requests cannot succeed anywhere, so they fail with ErrOutOfMemory before
-// any call is made, and every size arithmetic below it (rounding up to 256,
-// adding a header) cannot overflow.
-const maxAllocation uintptr = 1 << 57
+// the C allocator (cabi.MaxAllocation, 2^57 bytes, says why): larger ones
+// fail with ErrOutOfMemory before any call is made, and every size
+// arithmetic below it (rounding up to 256, adding a header) cannot
+// overflow.
+const maxAllocation = cabi.MaxAllocation
 
 // base is what every base resource records when it is made: the runtime it
 // calls and the device that was current.

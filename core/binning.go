@@ -12,8 +12,6 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-const kindBinning = "binning"
-
 // Binning routes each allocation by size to a bin, like RMM's
 // binning_memory_resource: the bin of the smallest size at least as large
 // as the request (rounded up to 256 bytes) serves it, and requests larger
@@ -533,7 +531,7 @@ func (b *Binning) CacheLimits() CacheLimits {
 	}
 	l := cacheLimits(bins[len(bins)-1].size, 0, held)
 	l.BlockSizes = t.cached // made once: this runs on every crossing of the C cache
-	if up, ok := b.upstream.(Cacheable); ok && len(bins) == len(t.bins) {
+	if up, ok := b.upstream.(cacheable); ok && len(bins) == len(t.bins) {
 		if u := up.CacheLimits(); u.MaxRequest > l.MaxRequest && u.BlockSize == 0 {
 			l.MaxRequest = u.MaxRequest
 			l.Budget += u.Budget
@@ -555,7 +553,7 @@ func (b *Binning) AllocateBatch(s Stream, size uintptr, out []uintptr) (int, err
 		return 0, errClosed(kindBinning)
 	}
 	bn := b.bins.Load().find(size)
-	if up, ok := b.upstream.(Cacheable); ok && bn == nil {
+	if up, ok := b.upstream.(cacheable); ok && bn == nil {
 		return up.AllocateBatch(s, size, out) // above the bins: the upstream's blocks
 	}
 	if bn == nil || bn.fixed == nil {
@@ -584,7 +582,7 @@ func (b *Binning) DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error 
 // must be the one the allocation's size selected.
 func (b *Binning) CheckFree(ptr, bytes, allocated uintptr) error {
 	t := b.bins.Load()
-	if up, ok := b.upstream.(Cacheable); ok && allocated != 0 && t.find(allocated) == nil && t.find(bytes) == nil {
+	if up, ok := b.upstream.(cacheable); ok && allocated != 0 && t.find(allocated) == nil && t.find(bytes) == nil {
 		return up.CheckFree(ptr, bytes, allocated) // both above the bins: the upstream says
 	}
 	if bytes == 0 || bytes > maxAllocation || allocated == 0 || allocated > maxAllocation || t.find(bytes) != t.find(allocated) {
@@ -603,7 +601,7 @@ type binCache struct {
 }
 
 func (k binCache) Reclaim(need uintptr) bool {
-	if s, ok := k.c.(SizedBlockCache); ok {
+	if s, ok := k.c.(sizedBlockCache); ok {
 		return s.ReclaimSizes(k.lo, k.hi)
 	}
 	return k.c.Reclaim(need)
@@ -631,7 +629,7 @@ func (b *Binning) AttachCache(c BlockCache) func() {
 		}
 		lo = bn.size
 	}
-	if up, ok := b.upstream.(Cacheable); ok {
+	if up, ok := b.upstream.(cacheable); ok {
 		// It serves the sizes above the bins: it asks c for its blocks
 		// before it grows. (c's bytes also hold blocks of the bins, which
 		// are in use to the upstream: it counts none as not in use.)

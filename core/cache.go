@@ -9,116 +9,60 @@ import (
 
 	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
 	"github.com/rmmgo/rmmgo/core/internal/heap"
-	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cacheclock"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // Caches in front of the sub-allocators.
 //
 // The C ABI serves rmm_allocate and rmm_deallocate for Pool, Arena,
-// FixedSize, Binning and Expandable handles from per-thread caches of free blocks,
-// written in C (docs/thread-cache.md). This file is what such a cache needs
-// from a resource, and what the resource needs from the cache. Go programs
-// that use core directly never need any of it.
+// FixedSize, Binning and Expandable handles from per-thread caches of free
+// blocks, written in C (docs/thread-cache.md). What such a cache needs from
+// a resource, and the resource from the cache, is internal/fastpath's
+// contract (Cacheable, CacheLimits, BlockCache, FreeClaimer,
+// SizedBlockCache): Go programs that use core directly never need it. This
+// file is the resources' side of it: their limits, and the caches attached
+// to them.
 
-// Cacheable is a resource whose blocks a cache in front of it may keep:
-// Pool, Arena, FixedSize, Binning and Expandable implement it. The cache takes blocks
-// of its size classes with AllocateBatch, hands them to its users and takes
-// them back without telling the resource, and returns them with
-// DeallocateBatch. While it holds blocks it stays attached (AttachCache),
-// so that the resource can ask for them back and count them as not in use.
-type Cacheable interface {
-	Resource
-	// CacheLimits says which requests a cache may serve from the
-	// resource's blocks and how much it may hold now (it follows the
-	// resource's size).
-	CacheLimits() CacheLimits
-	// AllocateBatch allocates blocks of size bytes on s into out: the first
-	// as Allocate would (growing the resource, or failing, as needed), the
-	// others only from memory the resource has at hand for s. It returns
-	// how many it allocated (at least one, or an error).
-	AllocateBatch(s Stream, size uintptr, out []uintptr) (int, error)
-	// DeallocateBatch frees blocks of size bytes that AllocateBatch
-	// allocated, on s.
-	DeallocateBatch(s Stream, size uintptr, ptrs []uintptr) error
-	// CheckFree returns the error Deallocate would give for a free of ptr
-	// with bytes, had the user allocated it with allocated bytes (a cache
-	// allocated it with its class's size, so the resource cannot check
-	// that itself); nil when Deallocate would accept it.
-	CheckFree(ptr, bytes, allocated uintptr) error
-	// AttachCache attaches c to the resource until the returned function
-	// is called: the resource asks c for its blocks before it grows and
-	// before it fails for want of memory, and does not count the bytes c
-	// holds as in use (Pool.UsedBytes).
-	AttachCache(c BlockCache) (detach func())
-}
+// CacheLimits and BlockCache name fastpath's types for the resources that
+// still spell them so (arena.go, fixed_size.go).
+type (
+	CacheLimits = fastpath.CacheLimits
+	BlockCache  = fastpath.BlockCache
+)
 
-// CacheLimits is what a cache in front of a Cacheable resource may do.
-// MaxRequest == 0: nothing.
-type CacheLimits struct {
-	// MaxRequest is the largest request the cache may serve from the
-	// resource's blocks, whose size it rounds up to its size class.
-	MaxRequest uintptr
-	// BlockSize, when not 0, is the size of every block: each request up
-	// to MaxRequest gets one (a fixed-size resource).
-	BlockSize uintptr
-	// BlockSizes, ascending, are the sizes of the blocks the resource hands
-	// out for requests up to the last (a binning resource's bins): a cache
-	// may keep every request a size serves as blocks of that size.
-	BlockSizes []uintptr
-	// Budget is the most bytes the caches in front of the resource may
-	// hold together (blocks allocated from it and held by no user), in
-	// all threads: cachepolicy.ThreadCachesLone of the bytes it holds.
-	// Caches hold more than Shared together only while one holds part of
-	// the budget alone (a thread's cache for one stream), when no other
-	// has for LoneAfter (or ever): one thread working alone keeps more
-	// than many threads.
-	Budget uintptr
-	// Shared is what all caches together keep when several hold part of
-	// the budget: cachepolicy.ThreadCaches of the bytes the resource holds.
-	Shared    uintptr
-	LoneAfter time.Duration
-	// Quantum is the unit in which one thread's cache reserves part of
-	// the budget and gives it back.
-	Quantum uintptr
-	// A refill takes at most BatchBlocks blocks and BatchBytes bytes, or
-	// BatchMinBlocks blocks of a class too large for that.
-	BatchBlocks    int
-	BatchBytes     uintptr
-	BatchMinBlocks int
-	// ExitedWait is how long the blocks a thread left when it exited
-	// wait for another thread to take them over before they go back.
-	ExitedWait time.Duration
-}
+type (
+	cacheable       = fastpath.Cacheable
+	freeClaimer     = fastpath.FreeClaimer
+	sizedBlockCache = fastpath.SizedBlockCache
+)
 
 // cacheLimits returns the limits of a resource holding held bytes whose
 // caches may serve requests up to maxRequest (0: none), with blocks of
 // block bytes each when block is not 0.
 func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
-	return cacheLimitsFree(maxRequest, block, held, 0)
+	return cacheLimitsFree(maxRequest, block, held, 0, false, 0)
 }
 
 // limits is cacheLimits for a resource whose caches are cs and that has
 // free bytes of what it holds idle (not counting what the caches hold):
-// while it has not had to ask its caches for memory for
-// cachepolicy.SpareAfter, they may keep more of it
-// (cachepolicy.ThreadCachesSpare).
+// cachepolicy.CacheBudget decides what they may keep of it.
 func (cs *caches) limits(maxRequest, block, held, free uintptr) CacheLimits {
-	if t := cs.pressed.Load(); t != 0 && cacheClock()-t < int64(cachepolicy.SpareAfter) {
-		free = 0
-	}
-	return cacheLimitsFree(maxRequest, block, held, free)
+	t := cs.pressed.Load()
+	return cacheLimitsFree(maxRequest, block, held, free, t != 0, time.Duration(cacheclock.Now()-t))
 }
 
-func cacheLimitsFree(maxRequest, block, held, free uintptr) CacheLimits {
+func cacheLimitsFree(maxRequest, block, held, free uintptr, pressed bool, sincePressed time.Duration) CacheLimits {
 	if maxRequest > cachepolicy.MaxBlock {
 		maxRequest = cachepolicy.MaxBlock
 	}
+	budget, shared := cachepolicy.CacheBudget(held, free, pressed, sincePressed)
 	return CacheLimits{
 		MaxRequest:     maxRequest,
 		BlockSize:      block,
-		Budget:         max(cachepolicy.ThreadCachesLone(held), cachepolicy.ThreadCachesSpare(held, free)),
-		Shared:         cachepolicy.ThreadCachesSpare(held, free),
+		Budget:         budget,
+		Shared:         shared,
 		Quantum:        cachepolicy.Quantum,
 		BatchBlocks:    cachepolicy.BatchBlocks,
 		BatchBytes:     cachepolicy.BatchBytes,
@@ -128,80 +72,16 @@ func cacheLimitsFree(maxRequest, block, held, free uintptr) CacheLimits {
 	}
 }
 
-// BlockCache is a cache attached to a Cacheable resource.
-type BlockCache interface {
-	// Reclaim gives back to the resource (DeallocateBatch) every block the
-	// cache holds for it, need being the size of the request that lacks
-	// memory; it reports whether it gave anything back. The resource calls
-	// it without holding any lock.
-	Reclaim(need uintptr) bool
-	// HeldBytes returns the bytes of the resource's blocks that the cache
-	// holds and no user does: blocks it keeps, and the part of the blocks
-	// it handed out that the users did not ask for (the rounding of a
-	// request up to its size class).
-	HeldBytes() uintptr
-}
-
-// FreeClaimer is a BlockCache that hands the resource's blocks to users
-// itself (the C ABI's per-thread cache): a user may free such a block
-// through a path that reaches the resource's Deallocate instead (an
-// adaptor over the resource, Go code), and the cache must then forget it,
-// or it would take a second free of the block and hand it out twice.
-type FreeClaimer interface {
-	// ClaimFree is asked by r's Deallocate before it frees ptr for a user
-	// who gives bytes. ok is false when the cache did not hand ptr out
-	// (r frees it, or refuses it, as usual). Otherwise the cache has
-	// forgotten ptr and returns the size r allocated the block with (its
-	// class: r frees that), and undo, which remembers ptr again when r then
-	// refuses the free; or err when the free must be refused (the cache
-	// holds the block: a second free; a size r does not take for it).
-	ClaimFree(r Cacheable, ptr, bytes uintptr) (size uintptr, undo func(), ok bool, err error)
-}
-
-// SizedBlockCache is a BlockCache that can also give back only the blocks
-// of some sizes: ReclaimSizes gives back those of a size in (lo, hi] (as
-// the cache keeps them, rounded up to its size classes) and reports
-// whether it gave anything back. A binning resource's bin asks only for
-// the sizes it serves.
-type SizedBlockCache interface {
-	BlockCache
-	ReclaimSizes(lo, hi uintptr) bool
-}
-
-// StreamKey returns the key by which core's stream-ordered resources know
-// stream s: 0 for the legacy default stream (0 and cudaStreamLegacy), else
-// StreamKeyOfID of its CUDA stream id, never its handle, which CUDA may
-// give to a new stream once s is destroyed. A cache in front of core's
-// resources keys its blocks the same way.
-func StreamKey(s Stream) (uint64, error) {
-	if s == DefaultStream || s == cudart.LegacyDefaultStream {
-		return 0, nil
-	}
-	r, err := rt()
-	if err != nil {
-		return 0, err
-	}
-	id, err := r.StreamGetID(s)
-	if err != nil {
-		return 0, cudaError("reading the stream's id", err)
-	}
-	return StreamKeyOfID(id), nil
-}
-
-// StreamKeyOfID returns the key of the stream whose CUDA stream id is id
-// (any stream but the legacy default stream).
-func StreamKeyOfID(id uint64) uint64 { return streamorder.KeyOfID(id) }
-
 // caches is the set of caches attached to a resource, and the rule for
 // asking them for memory. Embedded by the Cacheable resources.
 type caches struct {
 	mu   sync.Mutex
 	list atomic.Pointer[[]BlockCache]
 	// quietUntil: no reclaims for failing allocations until then (in
-	// nanoseconds of cacheClock), after one that did not help.
+	// nanoseconds of cacheclock), after one that did not help.
 	quietUntil atomic.Int64
 	// pressed: when the resource last asked its caches for memory (in
-	// nanoseconds of cacheClock, at least 1), 0 never.
+	// nanoseconds of cacheclock, at least 1), 0 never.
 	pressed atomic.Int64
 }
 
@@ -240,9 +120,9 @@ func (cs *caches) detach(c BlockCache) {
 // Within cachepolicy.ReclaimQuiet of a reclaim that did not save an
 // allocation (see futile) it does nothing.
 func (cs *caches) reclaim(need uintptr) bool {
-	cs.pressed.Store(max(1, cacheClock()))
+	cs.pressed.Store(max(1, cacheclock.Now()))
 	l := cs.list.Load()
-	if l == nil || len(*l) == 0 || cacheClock() < cs.quietUntil.Load() {
+	if l == nil || len(*l) == 0 || cacheclock.Now() < cs.quietUntil.Load() {
 		return false
 	}
 	gave := false
@@ -256,13 +136,13 @@ func (cs *caches) reclaim(need uintptr) bool {
 
 // claimer returns the first attached cache that hands blocks out itself,
 // or nil (no cache attached: one atomic load).
-func (cs *caches) claimer() FreeClaimer {
+func (cs *caches) claimer() freeClaimer {
 	l := cs.list.Load()
 	if l == nil {
 		return nil
 	}
 	for _, c := range *l {
-		if fc, ok := c.(FreeClaimer); ok {
+		if fc, ok := c.(freeClaimer); ok {
 			return fc
 		}
 	}
@@ -273,7 +153,7 @@ func (cs *caches) claimer() FreeClaimer {
 // include fc: fc forgets the block first if it handed it out (and r frees
 // it with the size it allocated it with), and remembers it again if r
 // refuses. free is r's own free, without the claim.
-func claimedFree(r Cacheable, fc FreeClaimer, ptr, bytes uintptr, free func(bytes uintptr) error) error {
+func claimedFree(r cacheable, fc freeClaimer, ptr, bytes uintptr, free func(bytes uintptr) error) error {
 	size, undo, ok, err := fc.ClaimFree(r, ptr, bytes)
 	if err != nil {
 		return err
@@ -291,7 +171,7 @@ func claimedFree(r Cacheable, fc FreeClaimer, ptr, bytes uintptr, free func(byte
 // futile notes that an allocation failed for want of memory although the
 // caches were asked for theirs during it.
 func (cs *caches) futile() {
-	cs.quietUntil.Store(cacheClock() + int64(cachepolicy.ReclaimQuiet))
+	cs.quietUntil.Store(cacheclock.Now() + int64(cachepolicy.ReclaimQuiet))
 }
 
 // held sums what the attached caches hold.
@@ -304,10 +184,6 @@ func (cs *caches) held() uintptr {
 	}
 	return n
 }
-
-var cacheClockStart = time.Now()
-
-func cacheClock() int64 { return int64(time.Since(cacheClockStart)) }
 
 // deallocateBatch is DeallocateBatch for a resource whose free (without
 // the claim of a user's free, claimedFree: the cache gives back blocks it
@@ -358,9 +234,9 @@ func checkSameSize(kind string, ptr, bytes, allocated uintptr) error {
 }
 
 var (
-	_ Cacheable = (*Pool)(nil)
-	_ Cacheable = (*Arena)(nil)
-	_ Cacheable = (*FixedSize)(nil)
-	_ Cacheable = (*Binning)(nil)
-	_ Cacheable = (*Expandable)(nil)
+	_ cacheable = (*Pool)(nil)
+	_ cacheable = (*Arena)(nil)
+	_ cacheable = (*FixedSize)(nil)
+	_ cacheable = (*Binning)(nil)
+	_ cacheable = (*Expandable)(nil)
 )

@@ -15,7 +15,7 @@ import (
 // thread cache does: allocated from the resource, held by no user.
 type fakeCache struct {
 	t        testing.TB
-	r        Cacheable
+	r        cacheable
 	size     uintptr
 	mu       sync.Mutex
 	blocks   []uintptr
@@ -52,9 +52,9 @@ func (c *fakeCache) fill(n int) {
 	c.mu.Unlock()
 }
 
-// cacheables returns one of each Cacheable sub-allocator over up, for a
+// cacheables returns one of each cacheable sub-allocator over up, for a
 // cache of blocks of size bytes.
-func cacheables(t *testing.T, up Resource) map[string]Cacheable {
+func cacheables(t *testing.T, up Resource) map[string]cacheable {
 	t.Helper()
 	p, err := NewPool(up, PoolOptions{InitialSize: 8 << 20})
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func cacheables(t *testing.T, up Resource) map[string]Cacheable {
 	require.NoError(t, err)
 	e, err := NewExpandable(ExpandableOptions{MaximumSize: 64 << 20})
 	require.NoError(t, err)
-	rs := map[string]Cacheable{"pool": p, "arena": a, "fixed_size": f, "binning": b, "expandable": e}
+	rs := map[string]cacheable{"pool": p, "arena": a, "fixed_size": f, "binning": b, "expandable": e}
 	t.Cleanup(func() {
 		for _, r := range rs {
 			require.NoError(t, r.(interface{ Close() error }).Close())

@@ -6,8 +6,6 @@ import (
 	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
-const kindCallback = "callback"
-
 // AllocateFunc allocates bytes on stream s for a Callback resource. It
 // returns the memory, or an error. Returning 0 with a nil error means "no
 // memory": the Callback reports an error wrapping ErrOutOfMemory.

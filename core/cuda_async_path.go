@@ -8,6 +8,7 @@ import (
 	"github.com/rmmgo/rmmgo/core/internal/asyncpath"
 	"github.com/rmmgo/rmmgo/core/internal/inflight"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // What the pool-based resources (CudaAsync, CudaAsyncManaged,
@@ -22,34 +23,6 @@ import (
 // succeed (a wrong device, a CUDA error, a free its record refuses), the
 // call runs again on the slow path below, in Go, which reports what is
 // wrong with the runtime's own error.
-
-// CPath is a resource's C state, for C code that serves its Allocate and
-// Deallocate without entering Go: the C ABI calls the functions
-// CPathFuncs returns with State and Gen. A call with a Gen that is no
-// longer the state's (the resource was closed, or collected) is refused,
-// and the caller takes the Go path.
-type CPath struct {
-	State uintptr // the C state (asyncpath's rmmgo_ap_res)
-	Gen   uint64  // its generation for this resource
-}
-
-// CPathResource is implemented by the resources that have a CPath: the
-// pool-based kinds.
-type CPathResource interface {
-	Resource
-	CPath() CPath
-}
-
-// CPathFuncs returns the addresses of the C functions that allocate and
-// free with a CPath: int allocate(uintptr_t state, uint64_t gen, size_t
-// bytes, uintptr_t stream, uintptr_t* out) and int deallocate(uintptr_t
-// state, uint64_t gen, uintptr_t stream, uintptr_t ptr, size_t bytes). They
-// return 0 when they succeeded; any other value means the call did nothing
-// and must be made through the resource's Go methods, which report why.
-// The caller checks the request first (bytes not 0 and at most 2^57,
-// alignment a power of two up to DefaultAlignment) and the stream (not
-// one it retired).
-func CPathFuncs() (allocate, deallocate uintptr) { return asyncpath.CFuncs() }
 
 // poolCore is the state of a pool-based resource.
 type poolCore struct {
@@ -78,10 +51,12 @@ func (c *poolCore) init(kind string, b base, pool cudart.MemPool, owned bool) er
 
 func (c *poolCore) asyncPool() cudart.MemPool { return cudart.MemPool(c.pool.Load()) }
 
-// CPath returns the resource's C state (CPathResource).
-func (c *poolCore) CPath() CPath {
+// CPath returns the resource's C state and the C functions that serve it
+// (fastpath.CPathResource).
+func (c *poolCore) CPath() fastpath.CPath {
 	a, g := c.state.Addr()
-	return CPath{State: a, Gen: g}
+	alloc, dealloc := asyncpath.CFuncs()
+	return fastpath.CPath{State: a, Gen: g, Allocate: alloc, Deallocate: dealloc}
 }
 
 // allocate is Allocate: the C path, then the slow path when that did not

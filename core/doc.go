@@ -119,9 +119,9 @@
 //
 // Each resource is in a file named for it, as RMM's kinds are (pool.go,
 // arena.go, cuda_async.go, statistics.go, ...); per_device.go holds the
-// per-device table; cache.go is what a cache in front of the
-// sub-allocators needs from them (Cacheable: the C ABI's per-thread caches;
-// Go programs need none of it). Package core/eventlog reads and writes the
+// per-device table; cache.go is the sub-allocators' side of the C ABI's
+// per-thread caches, whose contract (internal/fastpath: Cacheable, CPath)
+// Go programs need none of. Package core/eventlog reads and writes the
 // memory-event log that Logging writes, in RMM's CSV format. The machinery
 // behind the sub-allocators is internal: core/internal/heap is the
 // coalescing block heap of Pool, Expandable and Arena's global arena (with

@@ -14,8 +14,6 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-const kindExpandable = "expandable"
-
 // ExpandableOptions configures an Expandable.
 type ExpandableOptions struct {
 	// MaximumSize bounds the device memory the resource maps: 0 or

@@ -7,8 +7,6 @@ import (
 	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
-const kindExternal = "external"
-
 // ExternalFuncs are the functions of a resource written outside rmmgo (a
 // C++ class behind the C ABI's rmm_resource_create_external, a C
 // allocator). Allocate and Deallocate are required; the others may be nil.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 )
 
-const kindFailureCallback = "failure_callback"
-
 // FailureCallback is RMM's failure_callback_resource_adaptor: when its
 // upstream runs out of memory, it calls a user function that may make room
 // (free caches, trigger a collection) and decides whether to try again.

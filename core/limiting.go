@@ -8,8 +8,6 @@ import (
 	"github.com/rmmgo/rmmgo/core/internal/addr"
 )
 
-const kindLimiting = "limiting"
-
 // Limiting is RMM's limiting_resource_adaptor: it refuses allocations that
 // would take the bytes outstanding through it past a limit.
 //

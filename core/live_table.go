@@ -202,7 +202,7 @@ func lendChunk(up Resource, ptr uintptr, lent bool) {
 			l.lendChunk(ptr, lent)
 			return
 		}
-		if _, ok := r.(Cacheable); ok {
+		if _, ok := r.(cacheable); ok {
 			lendBlock(r, ptr, lent)
 			return
 		}

@@ -16,8 +16,6 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-const kindLogging = "logging"
-
 // EnvLogFile names the log file a Logging adaptor writes when it is given
 // neither a file name nor a Writer, as in RMM.
 const EnvLogFile = "RMM_LOG_FILE"

@@ -13,8 +13,6 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-const kindPool = "pool"
-
 // PoolOptions configures a Pool.
 type PoolOptions struct {
 	// InitialSize is taken from the upstream when the pool is made: 0 grows

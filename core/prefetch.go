@@ -8,8 +8,6 @@ import (
 	"github.com/rmmgo/rmmgo/cudart"
 )
 
-const kindPrefetch = "prefetch"
-
 // Prefetch is RMM's prefetch_resource_adaptor: after each allocation it asks
 // CUDA to migrate the memory to the current device, in stream order on the
 // allocating stream (cudaMemPrefetchAsync), so that the first kernel to

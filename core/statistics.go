@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 )
 
-const kindStatistics = "statistics"
-
 // ErrOutOfRange: an index or level is out of range, e.g. popping the last
 // level of a Statistics adaptor's counters (RMM's std::out_of_range). The C
 // ABI reports it as RMM_ERROR_OUT_OF_RANGE.

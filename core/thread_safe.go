@@ -2,8 +2,6 @@ package core
 
 import "sync"
 
-const kindThreadSafe = "thread_safe"
-
 // ThreadSafe is RMM's thread_safe_resource_adaptor: it holds one mutex
 // around every call to its upstream, so that a resource that is not safe
 // for concurrent use (a Callback over non-reentrant functions, a Binning

@@ -9,8 +9,6 @@ import (
 	"sync"
 )
 
-const kindTracking = "tracking"
-
 // maxStackFrames is the deepest call stack Tracking records, as in RMM.
 const maxStackFrames = 64
 

@@ -43,6 +43,7 @@ from ctypes import (
     c_void_p,
 )
 
+from . import _abi_generated as _abi
 from . import _lib
 
 __all__ = [
@@ -80,50 +81,15 @@ SIZE_DEFAULT = ctypes.c_size_t(-1).value
 # ------------------------------------------------------------------ enums
 
 
-class Status(enum.IntEnum):
-    """rmm_status."""
+# Status and ResourceKind: the C ABI's tables, which the library's Go source
+# defines (internal/cabi) and _abi_generated.py carries here.
+Status = enum.IntEnum("Status", [(name[len("RMM_"):], value) for name, value in _abi.STATUSES])
+Status.__doc__ = "rmm_status."
 
-    SUCCESS = 0
-    ERROR_INVALID_ARGUMENT = 1
-    ERROR_INVALID_HANDLE = 2
-    ERROR_OUT_OF_MEMORY = 3
-    ERROR_BAD_ALLOC = 4
-    ERROR_BAD_ALIGNMENT = 5
-    ERROR_INVALID_POINTER = 6
-    ERROR_INVALID_DEVICE = 7
-    ERROR_WRONG_DEVICE = 8
-    ERROR_NOT_SUPPORTED = 9
-    ERROR_CUDA = 10
-    ERROR_BACKEND_UNAVAILABLE = 11
-    ERROR_OUT_OF_RANGE = 12
-    ERROR_INTERNAL = 13
-
-
-class ResourceKind(enum.IntEnum):
-    """rmm_resource_kind."""
-
-    CUDA = 1
-    MANAGED = 2
-    PINNED_HOST = 3
-    SYSTEM = 4
-    SAM_HEADROOM = 5
-    CUDA_ASYNC = 6
-    CUDA_ASYNC_VIEW = 7
-    CUDA_ASYNC_MANAGED = 8
-    POOL = 20
-    ARENA = 21
-    FIXED_SIZE = 22
-    BINNING = 23
-    EXPANDABLE = 24
-    ALIGNED = 40
-    CALLBACK = 41
-    FAILURE_CALLBACK = 42
-    LIMITING = 43
-    LOGGING = 44
-    PREFETCH = 45
-    STATISTICS = 46
-    THREAD_SAFE = 47
-    TRACKING = 48
+ResourceKind = enum.IntEnum(
+    "ResourceKind", [(enum_name[len("RMM_RESOURCE_"):], value) for enum_name, value, _ in _abi.KINDS]
+)
+ResourceKind.__doc__ = "rmm_resource_kind."
 
 
 class Property(enum.IntEnum):

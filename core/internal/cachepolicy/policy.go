@@ -2,7 +2,7 @@
 // away from a resource: how much the C ABI's per-thread caches in front of
 // a sub-allocator may hold, how much the magazines inside the pool's heap
 // may hold, and when both give it back. Every number lives here; core
-// hands the ones the C cache needs to it through core.CacheLimits, and
+// hands the ones the C cache needs to it through fastpath.CacheLimits, and
 // the heap asks for its own. docs/thread-cache.md ("Bounds") explains them.
 //
 // The rule: a resource holding S bytes from its upstream lets its thread
@@ -99,8 +99,25 @@ func ThreadCaches(held uintptr) uintptr { return max(ThreadCachesFloor, held/Fra
 // its caches for memory (before growing or failing) for SpareAfter, as
 // much as it has free, up to half of what it holds: a pool made much
 // larger than its users' working set lets their caches keep that working
-// set; one that grows on demand keeps its caches to the sixteenth.
+// set; one that grows on demand keeps its caches to ThreadCaches (a
+// Fraction: a thirty-second).
 func ThreadCachesSpare(held, free uintptr) uintptr { return max(ThreadCaches(held), min(free, held/2)) }
+
+// CacheBudget returns what the thread caches in front of a resource
+// holding held bytes, free of them idle, may hold together: budget, the
+// most (what one cache alone may keep, ThreadCachesLone, or more when the
+// resource has memory to spare), and shared, what they keep when several
+// hold part of it (ThreadCachesSpare). The resource has memory to spare
+// unless it asked its caches for memory (pressed) less than SpareAfter ago
+// (sincePressed). The one place the budget is decided: core hands it to
+// the C cache through CacheLimits, which applies it.
+func CacheBudget(held, free uintptr, pressed bool, sincePressed time.Duration) (budget, shared uintptr) {
+	if pressed && sincePressed < SpareAfter {
+		free = 0
+	}
+	shared = ThreadCachesSpare(held, free)
+	return max(ThreadCachesLone(held), shared), shared
+}
 
 // ThreadCachesLone returns the most bytes the thread caches in front of a
 // resource holding held bytes may hold together: what one cache alone may

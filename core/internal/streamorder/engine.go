@@ -98,9 +98,8 @@ func (e *Engine[T, PT]) streamKey(s cudart.Stream) (uint64, error) {
 }
 
 // KeyOfID returns the key of the stream whose CUDA stream id is id, for
-// any stream but the legacy default stream (whose key is 0). The one
-// definition of stream keys: core exports it (core.StreamKeyOfID) for the
-// caches in front of its resources.
+// any stream but the legacy default stream (whose key is 0): the rule is
+// internal/cabi's (StreamKeyFlag), which the C ABI's caches follow too.
 func KeyOfID(id uint64) uint64 { return id | keyNonDefault }
 
 // streamError classifies the failure of cudaStreamGetId: an unknown

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmmgo/rmmgo/core/internal/relaxed"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // State is what a resource knows about one stream.
@@ -47,7 +48,7 @@ type State struct {
 	waited map[*State]uint64 // records of others this stream waits for (their recorded values); guarded by mu
 }
 
-const keyNonDefault = 1 << 63
+const keyNonDefault = cabi.StreamKeyFlag
 
 // Durable reports whether any caller may record on the stream at any time:
 // only the legacy default stream, which cannot be destroyed and is the same
