@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 	"math/bits"
 	"os"
 	"runtime"
@@ -1143,7 +1144,7 @@ func (a *Arena) writeDump(s Stream, size uintptr) {
 
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
 // the arena's size, and the memory its global arena has free.
-func (a *Arena) CacheLimits() CacheLimits {
+func (a *Arena) CacheLimits() fastpath.CacheLimits {
 	return a.caches.limits(cachepolicy.MaxBlock, 0, a.size, a.global.FreeBytes())
 }
 
@@ -1206,4 +1207,4 @@ func (a *Arena) CheckFree(ptr, bytes, allocated uintptr) error {
 }
 
 // AttachCache attaches c (see Cacheable).
-func (a *Arena) AttachCache(c BlockCache) func() { return a.caches.attach(c) }
+func (a *Arena) AttachCache(c fastpath.BlockCache) func() { return a.caches.attach(c) }

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 	"math/bits"
 	"reflect"
 	"sort"
@@ -44,7 +45,7 @@ type Binning struct {
 // that is a FixedSize (whose blocks the cache keeps), so that a bin asks
 // for them before it grows.
 type binCacheLink struct {
-	c      BlockCache
+	c      fastpath.BlockCache
 	detach []func()
 }
 
@@ -519,10 +520,10 @@ func (b *Binning) Close() error {
 // threads on their own streams crossing into Go for one block at a time.
 // The lone budget (one thread's cache alone on the resource) adds the
 // upstream's, so that a thread alone keeps its large blocks cached.
-func (b *Binning) CacheLimits() CacheLimits {
+func (b *Binning) CacheLimits() fastpath.CacheLimits {
 	t := b.bins.Load()
 	if len(t.cached) == 0 || b.closed.Load() {
-		return CacheLimits{}
+		return fastpath.CacheLimits{}
 	}
 	bins := t.bins[:len(t.cached)]
 	var held uintptr
@@ -596,7 +597,7 @@ func (b *Binning) CheckFree(ptr, bytes, allocated uintptr) error {
 // cache gives back the blocks of the sizes the bin serves, (lo, hi] (a
 // SizedBlockCache), rather than every block it holds.
 type binCache struct {
-	c      BlockCache
+	c      fastpath.BlockCache
 	lo, hi uintptr
 }
 
@@ -609,16 +610,16 @@ func (k binCache) Reclaim(need uintptr) bool {
 
 func (k binCache) HeldBytes() uintptr { return k.c.HeldBytes() }
 
-// reclaimOnly is a BlockCache that gives its blocks back on request but
+// reclaimOnly is a fastpath.BlockCache that gives its blocks back on request but
 // counts none as held.
-type reclaimOnly struct{ c BlockCache }
+type reclaimOnly struct{ c fastpath.BlockCache }
 
 func (r reclaimOnly) Reclaim(need uintptr) bool { return r.c.Reclaim(need) }
 func (reclaimOnly) HeldBytes() uintptr          { return 0 }
 
 // AttachCache attaches c to each bin that is a FixedSize (see Cacheable),
 // to the bins added later, and to the upstream when it is Cacheable.
-func (b *Binning) AttachCache(c BlockCache) func() {
+func (b *Binning) AttachCache(c fastpath.BlockCache) func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	k := &binCacheLink{c: c}

@@ -25,13 +25,6 @@ import (
 // file is the resources' side of it: their limits, and the caches attached
 // to them.
 
-// CacheLimits and BlockCache name fastpath's types for the resources that
-// still spell them so (arena.go, fixed_size.go).
-type (
-	CacheLimits = fastpath.CacheLimits
-	BlockCache  = fastpath.BlockCache
-)
-
 type (
 	cacheable       = fastpath.Cacheable
 	freeClaimer     = fastpath.FreeClaimer
@@ -41,24 +34,24 @@ type (
 // cacheLimits returns the limits of a resource holding held bytes whose
 // caches may serve requests up to maxRequest (0: none), with blocks of
 // block bytes each when block is not 0.
-func cacheLimits(maxRequest, block, held uintptr) CacheLimits {
+func cacheLimits(maxRequest, block, held uintptr) fastpath.CacheLimits {
 	return cacheLimitsFree(maxRequest, block, held, 0, false, 0)
 }
 
 // limits is cacheLimits for a resource whose caches are cs and that has
 // free bytes of what it holds idle (not counting what the caches hold):
 // cachepolicy.CacheBudget decides what they may keep of it.
-func (cs *caches) limits(maxRequest, block, held, free uintptr) CacheLimits {
+func (cs *caches) limits(maxRequest, block, held, free uintptr) fastpath.CacheLimits {
 	t := cs.pressed.Load()
 	return cacheLimitsFree(maxRequest, block, held, free, t != 0, time.Duration(cacheclock.Now()-t))
 }
 
-func cacheLimitsFree(maxRequest, block, held, free uintptr, pressed bool, sincePressed time.Duration) CacheLimits {
+func cacheLimitsFree(maxRequest, block, held, free uintptr, pressed bool, sincePressed time.Duration) fastpath.CacheLimits {
 	if maxRequest > cachepolicy.MaxBlock {
 		maxRequest = cachepolicy.MaxBlock
 	}
 	budget, shared := cachepolicy.CacheBudget(held, free, pressed, sincePressed)
-	return CacheLimits{
+	return fastpath.CacheLimits{
 		MaxRequest:     maxRequest,
 		BlockSize:      block,
 		Budget:         budget,
@@ -76,7 +69,7 @@ func cacheLimitsFree(maxRequest, block, held, free uintptr, pressed bool, sinceP
 // asking them for memory. Embedded by the Cacheable resources.
 type caches struct {
 	mu   sync.Mutex
-	list atomic.Pointer[[]BlockCache]
+	list atomic.Pointer[[]fastpath.BlockCache]
 	// quietUntil: no reclaims for failing allocations until then (in
 	// nanoseconds of cacheclock), after one that did not help.
 	quietUntil atomic.Int64
@@ -86,10 +79,10 @@ type caches struct {
 }
 
 // attach adds c and returns the function that removes it.
-func (cs *caches) attach(c BlockCache) func() {
+func (cs *caches) attach(c fastpath.BlockCache) func() {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	var l []BlockCache
+	var l []fastpath.BlockCache
 	if old := cs.list.Load(); old != nil {
 		l = append(l, *old...)
 	}
@@ -99,14 +92,14 @@ func (cs *caches) attach(c BlockCache) func() {
 	return func() { once.Do(func() { cs.detach(c) }) }
 }
 
-func (cs *caches) detach(c BlockCache) {
+func (cs *caches) detach(c fastpath.BlockCache) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	old := cs.list.Load()
 	if old == nil {
 		return
 	}
-	var l []BlockCache
+	var l []fastpath.BlockCache
 	for _, x := range *old {
 		if x != c {
 			l = append(l, x)

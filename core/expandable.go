@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 	"runtime"
 	"slices"
 	"sync"
@@ -745,7 +746,7 @@ func (e *Expandable) Close() error {
 
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
 // the memory mapped.
-func (e *Expandable) CacheLimits() CacheLimits {
+func (e *Expandable) CacheLimits() fastpath.CacheLimits {
 	return e.caches.limits(cachepolicy.MaxBlock, 0, e.mapped.Load(), e.h.FreeBytes())
 }
 
@@ -768,4 +769,4 @@ func (e *Expandable) CheckFree(ptr, bytes, allocated uintptr) error {
 }
 
 // AttachCache attaches c (see Cacheable).
-func (e *Expandable) AttachCache(c BlockCache) func() { return e.caches.attach(c) }
+func (e *Expandable) AttachCache(c fastpath.BlockCache) func() { return e.caches.attach(c) }

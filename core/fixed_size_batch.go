@@ -5,6 +5,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 	"runtime"
 
 	"github.com/rmmgo/rmmgo/core/internal/cachepolicy"
@@ -15,9 +16,9 @@ import (
 // CacheLimits: every request up to the block size gets a block (none when
 // blocks are larger than cachepolicy.MaxBlock); the budget follows the
 // chunks the resource holds.
-func (f *FixedSize) CacheLimits() CacheLimits {
+func (f *FixedSize) CacheLimits() fastpath.CacheLimits {
 	if f.blockSize > cachepolicy.MaxBlock {
-		return CacheLimits{}
+		return fastpath.CacheLimits{}
 	}
 	return cacheLimits(f.blockSize, f.blockSize, f.chunkBytes())
 }
@@ -157,4 +158,4 @@ func (f *FixedSize) CheckFree(ptr, bytes, allocated uintptr) error {
 }
 
 // AttachCache attaches c (see Cacheable).
-func (f *FixedSize) AttachCache(c BlockCache) func() { return f.caches.attach(c) }
+func (f *FixedSize) AttachCache(c fastpath.BlockCache) func() { return f.caches.attach(c) }

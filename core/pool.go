@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -465,7 +466,7 @@ func closedOr(closed *atomic.Bool, kind string, err error) error {
 
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
 // the pool's size, and its free memory.
-func (p *Pool) CacheLimits() CacheLimits {
+func (p *Pool) CacheLimits() fastpath.CacheLimits {
 	return p.caches.limits(cachepolicy.MaxBlock, 0, p.h.Size(), p.h.FreeBytes())
 }
 
@@ -487,4 +488,4 @@ func (p *Pool) CheckFree(ptr, bytes, allocated uintptr) error {
 }
 
 // AttachCache attaches c (see Cacheable).
-func (p *Pool) AttachCache(c BlockCache) func() { return p.caches.attach(c) }
+func (p *Pool) AttachCache(c fastpath.BlockCache) func() { return p.caches.attach(c) }
