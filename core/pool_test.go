@@ -86,8 +86,10 @@ func TestPoolGrowth(t *testing.T) {
 		// 1000 bytes: 2 MiB at least; 3 MiB: the request; 256 bytes once
 		// the pool holds 5 MiB and is full: 2 MiB again; 40 MiB, then 1
 		// KiB with the pool (47 MiB) full: 2 MiB (a thirty-second is less);
-		// 96 MiB more, then 1 KiB with the pool (145 MiB) full: a
-		// thirty-second of it.
+		// 96 MiB more, then 1 KiB with the pool (145 MiB) full: 2 MiB
+		// again, since a growth is a thirty-second of the growing heap, and
+		// the small blocks' heap holds 6 MiB; then 512 KiB blocks until
+		// that heap passes 64 MiB: its thirty-second.
 		fill := func() {
 			for p.UsedBytes() < p.PoolSize() {
 				_, err := p.Allocate(DefaultStream, 256, 256)
@@ -104,7 +106,17 @@ func TestPoolGrowth(t *testing.T) {
 		_, err := p.Allocate(DefaultStream, 96*mib, 256)
 		require.NoError(t, err)
 		fill()
-		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 2 * mib, 96 * mib, 145 * mib / 32 &^ 255}, up.sizes)
+		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 2 * mib, 96 * mib, 2 * mib}, up.sizes)
+		for p.h.Size() <= 64*mib {
+			_, err := p.Allocate(DefaultStream, 512<<10, 256)
+			require.NoError(t, err)
+		}
+		for n := len(up.sizes); len(up.sizes) == n; {
+			_, err := p.Allocate(DefaultStream, 512<<10, 256)
+			require.NoError(t, err)
+		}
+		last := up.sizes[len(up.sizes)-1]
+		assert.Equal(t, (p.h.Size()-last)/32&^255, last, "a thirty-second of the small heap")
 	})
 	t.Run("maximum", func(t *testing.T) {
 		up := newCountingUpstream(t)
