@@ -99,12 +99,12 @@ func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr, m Mode) (uintptr
 // It serves blk bytes (h.blockSize(size)) for a request of size bytes.
 func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, blk, size uintptr, m Mode) (uintptr, error) {
 	st := sl.St
-	syncs := 0         // device synchronizations after growth failed
+	syncs := 0 // device synchronizations after growth failed
 	// the owner's caches were asked for their blocks (SyncNoGrow follows
 	// a NoGrow of the same request: its owner asked them then)
 	reclaimed := m == SyncNoGrow
-	gave := false      // and gave some
-	trimmed := false   // wholly free chunks were given back
+	gave := false    // and gave some
+	trimmed := false // wholly free chunks were given back
 	for {
 		gen := h.gen.Load()
 		// Memory freed on this stream in other shards.
