@@ -184,7 +184,15 @@ func (p *Pool) growFor(h, other *heap.Heap) heap.GrowFunc {
 	return func(s Stream, size uintptr) (uintptr, uintptr, error) {
 		p.growMu.Lock()
 		defer p.growMu.Unlock()
-		ptr, n, err := p.grow(s, size, h.Size())
+		// The small heap grows by growMin (or the request): its blocks,
+		// left live by many streams, pin whatever chunk they are in, so
+		// small chunks keep less free memory out of use (a thirty-second of
+		// it held the 16-stream soak at 2.2x, 2 MiB at 1.6x).
+		hs := h.Size()
+		if h == &p.h {
+			hs = 0
+		}
+		ptr, n, err := p.grow(s, size, hs)
 		if err != nil && errors.Is(err, ErrOutOfMemory) {
 			// The sibling may be growing and waiting for growMu: only try.
 			if spans, ok := other.TryReleaseChunks(); ok && len(spans) != 0 {
@@ -307,11 +315,15 @@ func (p *Pool) allocate(s Stream, size uintptr) (uintptr, error) {
 		}
 		return 0, err
 	}
-	ptr, err := p.big.AllocateMode(s, size, heap.NoGrow)
+	first, second := &p.big, &p.h
+	if p.h.FreeBytes() > p.big.FreeBytes() {
+		first, second = second, first
+	}
+	ptr, err := first.AllocateMode(s, size, heap.NoGrow)
 	if err == nil || !errors.Is(err, ErrOutOfMemory) {
 		return ptr, err
 	}
-	if ptr, err = p.h.AllocateMode(s, size, heap.NoGrow); err == nil || !errors.Is(err, ErrOutOfMemory) {
+	if ptr, err = second.AllocateMode(s, size, heap.NoGrow); err == nil || !errors.Is(err, ErrOutOfMemory) {
 		return ptr, err
 	}
 	ptr, err = p.big.Allocate(s, size)

@@ -87,9 +87,9 @@ func TestPoolGrowth(t *testing.T) {
 		// the pool holds 5 MiB and is full: 2 MiB again; 40 MiB, then 1
 		// KiB with the pool (47 MiB) full: 2 MiB (a thirty-second is less);
 		// 96 MiB more, then 1 KiB with the pool (145 MiB) full: 2 MiB
-		// again, since a growth is a thirty-second of the growing heap, and
-		// the small blocks' heap holds 6 MiB; then 512 KiB blocks until
-		// that heap passes 64 MiB: its thirty-second.
+		// again, since the small blocks' heap always grows by 2 MiB (or the
+		// request), even past 64 MiB; a large request with the large
+		// blocks' heap (139 MiB) full: a thirty-second of that heap.
 		fill := func() {
 			for p.UsedBytes() < p.PoolSize() {
 				_, err := p.Allocate(DefaultStream, 256, 256)
@@ -115,8 +115,11 @@ func TestPoolGrowth(t *testing.T) {
 			_, err := p.Allocate(DefaultStream, 512<<10, 256)
 			require.NoError(t, err)
 		}
-		last := up.sizes[len(up.sizes)-1]
-		assert.Equal(t, (p.h.Size()-last)/32&^255, last, "a thirty-second of the small heap")
+		assert.Equal(t, uintptr(2*mib), up.sizes[len(up.sizes)-1], "the small heap")
+		big := p.big.Size()
+		_, err = p.Allocate(DefaultStream, 3*mib, 256)
+		require.NoError(t, err)
+		assert.Equal(t, big/32&^255, up.sizes[len(up.sizes)-1], "a thirty-second of the large heap")
 	})
 	t.Run("maximum", func(t *testing.T) {
 		up := newCountingUpstream(t)
