@@ -44,9 +44,13 @@ type PoolOptions struct {
 // the cache shares the magazines' budget below and empties before the pool
 // grows, before it fails, on Release and Close. A request the free memory cannot hold first takes back the blocks
 // that caches in front of the pool hold (the C ABI's thread caches, see
-// Cacheable), then grows the pool by the request, a thirty-second of the
-// pool's size or 2 MiB, whichever is largest, and no further than the
-// maximum, halving the attempt while the upstream refuses. (RMM grows by
+// Cacheable), then grows the pool, no further than the maximum, halving
+// the attempt while the upstream refuses. Requests up to 1 MiB and larger
+// ones live in two heaps with chunks of their own, so that small blocks
+// left live by many streams pin no chunk that large requests need: the
+// small heap grows by 2 MiB or the request, the large one by the request,
+// a thirty-second of its size or 2 MiB, whichever is largest; a large
+// request looks for a free block in both before the large heap grows. (RMM grows by
 // the pool's size, or by half the room left below the maximum: a pool that
 // starts empty then holds up to twice, or with a maximum many times, the
 // memory in use. Growing by a thirty-second keeps it within a thirty-second of the
