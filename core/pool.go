@@ -319,15 +319,18 @@ func (p *Pool) allocate(s Stream, size uintptr) (uintptr, error) {
 		}
 		return 0, err
 	}
-	first, second := &p.big, &p.h
-	if p.h.FreeBytes() > p.big.FreeBytes() {
-		first, second = second, first
+	if p.h.FreeBytes() >= size {
+		// The small heap's own free memory first (the initial chunk,
+		// typically), where the stream's own lists hold it: a cheap look.
+		if ptr, err := p.h.AllocateMode(s, size, heap.Local); err == nil || !errors.Is(err, ErrOutOfMemory) {
+			return ptr, err
+		}
 	}
-	ptr, err := first.AllocateMode(s, size, heap.NoGrow)
+	ptr, err := p.big.AllocateMode(s, size, heap.NoGrow)
 	if err == nil || !errors.Is(err, ErrOutOfMemory) {
 		return ptr, err
 	}
-	if ptr, err = second.AllocateMode(s, size, heap.NoGrow); err == nil || !errors.Is(err, ErrOutOfMemory) {
+	if ptr, err = p.h.AllocateMode(s, size, heap.NoGrow); err == nil || !errors.Is(err, ErrOutOfMemory) {
 		return ptr, err
 	}
 	ptr, err = p.big.Allocate(s, size)

@@ -55,7 +55,7 @@ var soakResources = []struct {
 // that failed while the limit had room.
 //
 // In make test it runs the pool for 2 s and guards today's figures (goal:
-// 2x; measured 1.78-1.87x on the simulated device over 2 s, 1.71x over 60
+// 2x; measured 1.57-1.87x on the simulated device over 2 s, 1.71x over 60
 // s. It was 4.4-5.7x while small and large blocks shared chunks: small
 // blocks left live in every chunk kept the large requests out of the free
 // memory around them, and the pool grew beside it; before the home list

@@ -43,6 +43,9 @@ const (
 	// NoGrow: fail with an out-of-memory error instead of growing; no
 	// device synchronization either.
 	NoGrow
+	// Local: only what the stream's own lists hold; no other stream's
+	// memory, no merging of lists, no growth (a cheap first look).
+	Local
 	// SyncNoGrow: never grow, but when the heap's free memory could hold
 	// the request, synchronize the device (after which every block freed
 	// before is usable by every stream) and look again, as a heap whose
@@ -120,6 +123,9 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 				h.countRound(blk, size)
 				return h.publishAt(id, addr, blk, size)
 			}
+		}
+		if m == Local {
+			return 0, errNoRoom
 		}
 		// Memory freed on other streams, once this stream waits for it.
 		ls := h.eng.AllLists()
