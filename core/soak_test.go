@@ -57,10 +57,11 @@ var soakResources = []struct {
 // In make test it runs the pool for 2 s and guards today's figures (goal:
 // 2x; measured 1.57-1.87x on the simulated device over 2 s, 1.71-1.96x
 // over 60 s, where it is not flat yet: 175-208 MiB at half-time, up to
-// 330-347 MiB in the last quarter). It was 4.4-5.7x while small and large blocks shared chunks: small
-// blocks left live in every chunk kept the large requests out of the free
-// memory around them, and the pool grew beside it; before the home list
-// and giving back before growing it kept growing, to 15x in 5 minutes.
+// 330-347 MiB in the last quarter). It was 4.4-5.7x while small and
+// large blocks shared chunks: small blocks left live in every chunk kept
+// the large requests out of the free memory around them, and the pool
+// grew beside it; before the home list and giving back before growing it
+// kept growing, to 15x in 5 minutes.
 // With -soak DURATION every resource runs that long and the figures are
 // only reported (binning holds 5-6x, filling the simulated device, and
 // fails requests the limit has room for; the arena fails requests it has
