@@ -26,7 +26,9 @@ func heapStreams(h *heap.Heap) ([]StreamFree, uintptr, int, uintptr) {
 func (p *Pool) oomReport() ResourceReport {
 	_, mag := p.h.MagazineHeld()
 	ss, free, blocks, largest := heapStreams(&p.h)
-	return ResourceReport{Kind: kindPool, Live: p.UsedBytes(), Reserved: p.h.Size(), Maximum: p.maxSize,
+	bs, bfree, bblocks, blargest := heapStreams(&p.big)
+	ss, free, blocks, largest = append(ss, bs...), free+bfree, blocks+bblocks, max(largest, blargest)
+	return ResourceReport{Kind: kindPool, Live: p.UsedBytes(), Reserved: p.PoolSize(), Maximum: p.maxSize,
 		Free: free + mag, FreeBlocks: blocks, LargestFree: largest, Streams: ss,
 		MagazineHeld: mag, CacheHeld: p.caches.held()}
 }

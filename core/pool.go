@@ -43,9 +43,13 @@ type PoolOptions struct {
 // the cache shares the magazines' budget below and empties before the pool
 // grows, before it fails, on Release and Close. A request the free memory cannot hold first takes back the blocks
 // that caches in front of the pool hold (the C ABI's thread caches, see
-// Cacheable), then grows the pool by the request, a thirty-second of the
-// pool's size or 2 MiB, whichever is largest, and no further than the
-// maximum, halving the attempt while the upstream refuses. (RMM grows by
+// Cacheable), then grows the pool, no further than the maximum, halving
+// the attempt while the upstream refuses. Requests up to 1 MiB and larger
+// ones live in two heaps with chunks of their own, so that small blocks
+// left live by many streams pin no chunk that large requests need: the
+// small heap grows by 2 MiB or the request, the large one by the request,
+// a thirty-second of its size or 2 MiB, whichever is largest; a large
+// request looks for a free block in both before the large heap grows. (RMM grows by
 // the pool's size, or by half the room left below the maximum: a pool that
 // starts empty then holds up to twice, or with a maximum many times, the
 // memory in use. Growing by a thirty-second keeps it within a thirty-second of the
@@ -85,8 +89,17 @@ type Pool struct {
 	rt       cudart.Runtime
 	dev      int
 	maxSize  uintptr // 0: no maximum
-	h        heap.Heap
-	caches   caches // caches in front of the pool (cache.go)
+	// h holds the blocks up to 1 MiB (and the initial chunk), with the
+	// front and the magazines; big the larger ones, in chunks of their
+	// own (see Pool: small and large blocks).
+	h   heap.Heap
+	big heap.Heap
+	// growMu serializes the two heaps' growths, so that together they stay
+	// under the maximum; reserved counts the bytes both hold from the
+	// upstream, peak the most at once.
+	growMu         sync.Mutex
+	reserved, peak atomic.Uintptr
+	caches         caches // caches in front of the pool (cache.go)
 
 	closed  atomic.Bool
 	closeMu sync.Mutex
@@ -137,31 +150,77 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 		return nil, cudaError(kindPool, err)
 	}
 	p := &Pool{upstream: upstream, rt: r, dev: dev, maxSize: maxSize}
-	p.h.Init(kindPool, r, p.grow, true)
+	p.h.Init(kindPool, r, p.growFor(&p.h, &p.big), true)
 	p.h.EnableFront()
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	p.h.SetTrim(p.giveBack)
+	p.big.Init(kindPool, r, p.growFor(&p.big, &p.h), false)
+	p.big.SetTrim(p.giveBack)
 	if initial > 0 {
 		ptr, err := takeChunk(kindPool, upstream, DefaultStream, initial)
 		if err != nil {
 			return nil, fmt.Errorf("%s: allocating the initial %d bytes from the upstream: %w", kindPool, initial, err)
 		}
+		p.held(int(initial))
 		p.h.AddChunk(ptr, initial)
 	}
 	return p, nil
 }
 
+// smallBlock: requests up to this size are the small heap's (p.h), the
+// sizes of the front, the magazines and the C ABI's thread caches.
+const smallBlock = heap.FrontMaxBlock
+
+// held counts d bytes more (or fewer) held from the upstream.
+func (p *Pool) held(d int) {
+	v := p.reserved.Add(uintptr(d))
+	for o := p.peak.Load(); v > o && !p.peak.CompareAndSwap(o, v); o = p.peak.Load() {
+	}
+}
+
+// growFor is the growth function of heap h, whose sibling is other: a
+// growth the upstream or the maximum refuses first gives back the
+// sibling's wholly free chunks (one device synchronization), which may be
+// what stands in the way, and tries again.
+func (p *Pool) growFor(h, other *heap.Heap) heap.GrowFunc {
+	return func(s Stream, size uintptr) (uintptr, uintptr, error) {
+		p.growMu.Lock()
+		defer p.growMu.Unlock()
+		// The small heap grows by growMin (or the request): its blocks,
+		// left live by many streams, pin whatever chunk they are in, so
+		// small chunks keep less free memory out of use (a thirty-second of
+		// it held the 16-stream soak at 2.2x, 2 MiB at 1.6x).
+		hs := h.Size()
+		if h == &p.h {
+			hs = 0
+		}
+		ptr, n, err := p.grow(s, size, hs)
+		if err != nil && errors.Is(err, ErrOutOfMemory) {
+			// The sibling may be growing and waiting for growMu: only try.
+			if spans, ok := other.TryReleaseChunks(); ok && len(spans) != 0 {
+				if gerr := p.giveBack(spans); gerr != nil {
+					return 0, 0, errors.Join(err, gerr)
+				}
+				ptr, n, err = p.grow(s, size, h.Size())
+			}
+		}
+		return ptr, n, err
+	}
+}
+
 // grow takes a new chunk for a request of size bytes on stream s from the
-// upstream. It first asks for the pool's own growth (sizeToGrow: at least
-// growMin bytes); when the upstream cannot give that, it follows RMM's
-// policy exactly (rmmSizeToGrow, then halving down to the request), so that
-// over a constrained upstream (a limiting adaptor, a nearly full device) the
-// pool takes what RMM's would and fits what RMM's fits (RMM's ForceGrowth).
-func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
-	cur := p.h.Size()
-	try := p.sizeToGrow(size, cur)
+// upstream for a heap of hsize bytes. It first asks for the pool's own
+// growth (sizeToGrow: at least growMin bytes); when the upstream cannot
+// give that, it follows RMM's policy exactly (rmmSizeToGrow, then halving
+// down to the request), so that over a constrained upstream (a limiting
+// adaptor, a nearly full device) the pool takes what RMM's would and fits
+// what RMM's fits (RMM's ForceGrowth). p.growMu is held.
+func (p *Pool) grow(s Stream, size, hsize uintptr) (uintptr, uintptr, error) {
+	cur := p.reserved.Load()
+	try := p.sizeToGrow(size, cur, hsize)
 	if try > size {
 		if ptr, err := takeChunk(kindPool, p.upstream, s, try); err == nil {
+			p.held(int(try))
 			return ptr, try, nil
 		}
 		try = p.rmmSizeToGrow(size, cur)
@@ -169,6 +228,7 @@ func (p *Pool) grow(s Stream, size uintptr) (uintptr, uintptr, error) {
 	for try >= size {
 		ptr, err := takeChunk(kindPool, p.upstream, s, try)
 		if err == nil {
+			p.held(int(try))
 			return ptr, try, nil
 		}
 		if try == size {
@@ -198,17 +258,17 @@ func (p *Pool) rmmSizeToGrow(size, cur uintptr) uintptr {
 	return max(size, cur)
 }
 
-// The pool's growth: by the request, 1/growFraction of the pool's size or
-// growMin bytes, whichever is largest (see Pool).
+// The pool's growth: by the request, 1/growFraction of the growing heap's
+// size or growMin bytes, whichever is largest (see Pool).
 const (
 	growMin      = 2 << 20
 	growFraction = 32
 )
 
-// sizeToGrow is the pool's growth policy; 0 means no room. Sizes stay
-// multiples of 256 bytes.
-func (p *Pool) sizeToGrow(size, cur uintptr) uintptr {
-	try := max(size, growMin, addr.AlignDown(cur/growFraction, DefaultAlignment))
+// sizeToGrow is the pool's growth policy for a heap of hsize bytes in a
+// pool of cur bytes; 0 means no room. Sizes stay multiples of 256 bytes.
+func (p *Pool) sizeToGrow(size, cur, hsize uintptr) uintptr {
+	try := max(size, growMin, addr.AlignDown(hsize/growFraction, DefaultAlignment))
 	if p.maxSize != 0 {
 		if cur >= p.maxSize {
 			return 0
@@ -256,11 +316,73 @@ func (p *Pool) Allocate(stream Stream, bytes, alignment uintptr) (uintptr, error
 	if stream == cudart.PerThreadDefaultStream {
 		return p.allocatePinned(stream, bytes, alignment, size)
 	}
-	ptr, err := p.h.Allocate(stream, size)
+	ptr, err := p.allocate(stream, size)
 	if err != nil {
 		return 0, p.failed(stream, bytes, alignment, err)
 	}
 	return ptr, nil
+}
+
+// allocate serves size bytes (a multiple of 256) on stream s. Small
+// requests come from the small heap, which grows for them. A large one
+// takes a free block of the large heap, else of the small heap (its
+// initial chunk, typically), and only then grows the large heap. When the
+// heap that should grow cannot, the other one's free memory is tried after
+// a device synchronization (as a heap whose growth failed does), so that
+// the pool fails only when neither could serve.
+func (p *Pool) allocate(s Stream, size uintptr) (uintptr, error) {
+	if size <= smallBlock {
+		ptr, err := p.h.Allocate(s, size)
+		if err == nil || !errors.Is(err, ErrOutOfMemory) {
+			return ptr, err
+		}
+		if q, err2 := p.big.AllocateMode(s, size, heap.SyncNoGrow); err2 == nil {
+			return q, nil
+		}
+		return 0, err
+	}
+	if p.h.FreeBytes() >= size {
+		// The small heap's own free memory first (the initial chunk,
+		// typically), where the stream's own lists hold it: a cheap look.
+		if ptr, err := p.h.AllocateMode(s, size, heap.Local); err == nil || !errors.Is(err, ErrOutOfMemory) {
+			return ptr, err
+		}
+	}
+	ptr, err := p.big.AllocateMode(s, size, heap.NoGrow)
+	if err == nil || !errors.Is(err, ErrOutOfMemory) {
+		return ptr, err
+	}
+	if ptr, err = p.h.AllocateMode(s, size, heap.NoGrow); err == nil || !errors.Is(err, ErrOutOfMemory) {
+		return ptr, err
+	}
+	ptr, err = p.big.Allocate(s, size)
+	if err == nil || !errors.Is(err, ErrOutOfMemory) {
+		return ptr, err
+	}
+	if q, err2 := p.h.AllocateMode(s, size, heap.SyncNoGrow); err2 == nil {
+		return q, nil
+	}
+	// The small heap asked the caches for their blocks (NoGrow, above),
+	// and it did not help: quiet them, as a heap whose growth failed does.
+	p.caches.futile()
+	return 0, err
+}
+
+// deallocate returns size bytes at ptr to the heap that holds them: the
+// one its size says, else the other (a block one heap served for the
+// other: see allocate). A pointer neither holds is ErrInvalidPointer.
+func (p *Pool) deallocate(s Stream, ptr, size uintptr) error {
+	first, second := &p.h, &p.big
+	if size > smallBlock {
+		first, second = second, first
+	}
+	err := first.Deallocate(s, ptr, size)
+	if err != nil && errors.Is(err, ErrInvalidPointer) {
+		if err2 := second.Deallocate(s, ptr, size); err2 == nil || !errors.Is(err2, ErrInvalidPointer) {
+			return err2
+		}
+	}
+	return err
 }
 
 // failed is the error of an allocation that failed with err: ErrClosed
@@ -278,7 +400,7 @@ func (p *Pool) failed(stream Stream, bytes, alignment uintptr, err error) error 
 func (p *Pool) allocatePinned(stream Stream, bytes, alignment, size uintptr) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	ptr, err := p.h.Allocate(stream, size)
+	ptr, err := p.allocate(stream, size)
 	if err != nil {
 		return 0, p.failed(stream, bytes, alignment, err)
 	}
@@ -322,7 +444,7 @@ func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr)
 	if stream == cudart.PerThreadDefaultStream {
 		return p.deallocatePinned(stream, ptr, size)
 	}
-	if err := p.h.Deallocate(stream, ptr, size); err != nil {
+	if err := p.deallocate(stream, ptr, size); err != nil {
 		return closedOr(&p.closed, kindPool, err)
 	}
 	return nil
@@ -333,7 +455,7 @@ func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr)
 func (p *Pool) deallocatePinned(stream Stream, ptr, size uintptr) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return closedOr(&p.closed, kindPool, p.h.Deallocate(stream, ptr, size))
+	return closedOr(&p.closed, kindPool, p.deallocate(stream, ptr, size))
 }
 
 // AllocateSync allocates on the default stream and synchronizes it, so the
@@ -380,12 +502,12 @@ func (p *Pool) Upstream() Resource { return p.upstream }
 func (p *Pool) Device() int { return p.dev }
 
 // PoolSize returns the bytes the pool holds from its upstream.
-func (p *Pool) PoolSize() uintptr { return p.h.Size() }
+func (p *Pool) PoolSize() uintptr { return p.h.Size() + p.big.Size() }
 
 // PeakPoolSize returns the most bytes the pool held from its upstream at
 // once: what it cost at its peak, which PoolSize no longer shows once the
 // pool gave chunks back.
-func (p *Pool) PeakPoolSize() uintptr { return p.h.PeakSize() }
+func (p *Pool) PeakPoolSize() uintptr { return p.peak.Load() }
 
 // UsedBytes returns the bytes handed out and not yet deallocated (each
 // rounded up to 256), as the users of the pool count them: blocks a cache
@@ -394,7 +516,7 @@ func (p *Pool) PeakPoolSize() uintptr { return p.h.PeakSize() }
 // asked for. The C ABI's rmm_pool_used_bytes and Python's used_bytes report
 // this number. While other goroutines allocate it is a snapshot.
 func (p *Pool) UsedBytes() uintptr {
-	size, free := p.h.Size(), p.h.FreeBytes()
+	size, free := p.PoolSize(), p.h.FreeBytes()+p.big.FreeBytes()
 	held := p.caches.held() + p.h.RoundingBytes()
 	if free+held > size {
 		return 0
@@ -409,7 +531,7 @@ func (p *Pool) Release() error {
 	if p.closed.Load() {
 		return errClosed(kindPool)
 	}
-	return p.giveBack(p.h.ReleaseChunks(false))
+	return p.giveBack(append(p.h.ReleaseChunks(false), p.big.ReleaseChunks(false)...))
 }
 
 // giveBack synchronizes the device and returns chunks to the upstream.
@@ -426,7 +548,9 @@ func (p *Pool) giveBack(cs []heap.Span) error {
 		if err := p.upstream.Deallocate(DefaultStream, c.Base, c.Size, DefaultAlignment); err != nil {
 			lendChunk(p.upstream, c.Base, true)
 			errs = append(errs, fmt.Errorf("%s: returning %d bytes at %#x upstream: %w", kindPool, c.Size, c.Base, err))
+			continue
 		}
+		p.held(-int(c.Size))
 	}
 	return errors.Join(errs...)
 }
@@ -442,8 +566,8 @@ func (p *Pool) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	err := p.giveBack(p.h.ReleaseChunks(true))
-	return errors.Join(err, p.h.Close())
+	err := p.giveBack(append(p.h.ReleaseChunks(true), p.big.ReleaseChunks(true)...))
+	return errors.Join(err, p.h.Close(), p.big.Close())
 }
 
 func errClosed(kind string) error { return fmt.Errorf("%s: %w", kind, ErrClosed) }
@@ -467,7 +591,7 @@ func closedOr(closed *atomic.Bool, kind string, err error) error {
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
 // the pool's size, and its free memory.
 func (p *Pool) CacheLimits() fastpath.CacheLimits {
-	return p.caches.limits(cachepolicy.MaxBlock, 0, p.h.Size(), p.h.FreeBytes())
+	return p.caches.limits(cachepolicy.MaxBlock, 0, p.PoolSize(), p.h.FreeBytes())
 }
 
 // AllocateBatch allocates the first block as Allocate does, the others

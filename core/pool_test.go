@@ -86,8 +86,10 @@ func TestPoolGrowth(t *testing.T) {
 		// 1000 bytes: 2 MiB at least; 3 MiB: the request; 256 bytes once
 		// the pool holds 5 MiB and is full: 2 MiB again; 40 MiB, then 1
 		// KiB with the pool (47 MiB) full: 2 MiB (a thirty-second is less);
-		// 96 MiB more, then 1 KiB with the pool (145 MiB) full: a
-		// thirty-second of it.
+		// 96 MiB more, then 1 KiB with the pool (145 MiB) full: 2 MiB
+		// again, since the small blocks' heap always grows by 2 MiB (or the
+		// request), even past 64 MiB; a large request with the large
+		// blocks' heap (139 MiB) full: a thirty-second of that heap.
 		fill := func() {
 			for p.UsedBytes() < p.PoolSize() {
 				_, err := p.Allocate(DefaultStream, 256, 256)
@@ -104,7 +106,20 @@ func TestPoolGrowth(t *testing.T) {
 		_, err := p.Allocate(DefaultStream, 96*mib, 256)
 		require.NoError(t, err)
 		fill()
-		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 2 * mib, 96 * mib, 145 * mib / 32 &^ 255}, up.sizes)
+		assert.Equal(t, []uintptr{2 * mib, 3 * mib, 2 * mib, 40 * mib, 2 * mib, 96 * mib, 2 * mib}, up.sizes)
+		for p.h.Size() <= 64*mib {
+			_, err := p.Allocate(DefaultStream, 512<<10, 256)
+			require.NoError(t, err)
+		}
+		for n := len(up.sizes); len(up.sizes) == n; {
+			_, err := p.Allocate(DefaultStream, 512<<10, 256)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, uintptr(2*mib), up.sizes[len(up.sizes)-1], "the small heap")
+		big := p.big.Size()
+		_, err = p.Allocate(DefaultStream, 3*mib, 256)
+		require.NoError(t, err)
+		assert.Equal(t, big/32&^255, up.sizes[len(up.sizes)-1], "a thirty-second of the large heap")
 	})
 	t.Run("maximum", func(t *testing.T) {
 		up := newCountingUpstream(t)

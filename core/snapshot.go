@@ -185,7 +185,7 @@ func heapSegments(kind string, dev int, h *heap.Heap, expandable bool) []Snapsho
 }
 
 func (p *Pool) snapshotSegments() []SnapshotSegment {
-	return heapSegments(kindPool, p.dev, &p.h, false)
+	return append(heapSegments(kindPool, p.dev, &p.h, false), heapSegments(kindPool, p.dev, &p.big, false)...)
 }
 
 func (e *Expandable) snapshotSegments() []SnapshotSegment {

@@ -55,14 +55,17 @@ var soakResources = []struct {
 // that failed while the limit had room.
 //
 // In make test it runs the pool for 2 s and guards today's figures (goal:
-// 2x; measured 4.4-5.2x on the simulated device: memory freed on one
-// stream and not yet settled, and the settled pieces between live blocks
-// of other streams, do not merge, so the pool grows beside them; before
-// the home list and giving back before growing it kept growing, to 15x in
-// 5 minutes). With -soak DURATION every resource runs that long and the
-// figures are only reported (binning holds 5-7x, filling the simulated
-// device; the arena fails requests it has room for): the GPU bundle's
-// soak.
+// 2x; measured 1.57-1.87x on the simulated device over 2 s, 1.71-1.96x
+// over 60 s, where it is not flat yet: 175-208 MiB at half-time, up to
+// 330-347 MiB in the last quarter). It was 4.4-5.7x while small and
+// large blocks shared chunks: small blocks left live in every chunk kept
+// the large requests out of the free memory around them, and the pool
+// grew beside it; before the home list and giving back before growing it
+// kept growing, to 15x in 5 minutes.
+// With -soak DURATION every resource runs that long and the figures are
+// only reported (binning holds 5-6x, filling the simulated device, and
+// fails requests the limit has room for; the arena fails requests it has
+// room for): the GPU bundle's soak.
 func TestSoakStreams(t *testing.T) {
 	d := *soakDuration
 	long := d != 0
@@ -100,7 +103,7 @@ func TestSoakStreams(t *testing.T) {
 			// 1 run of 15 before ReleaseChunks counted locked lists only)
 			// and the requests that fail with room.
 			assert.Zero(t, res.failedWithRoom, "requests failed while the limit had room: %v", res.firstFailure)
-			assert.LessOrEqual(t, res.ratio(), 8.0, "reserved over peak live (goal 2x)")
+			assert.LessOrEqual(t, res.ratio(), 2.5, "reserved over peak live (goal 2x)")
 		})
 	}
 }

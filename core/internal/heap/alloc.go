@@ -29,12 +29,48 @@ func (h *Heap) Allocate(s cudart.Stream, size uintptr) (uintptr, error) {
 			}
 		}
 	}
-	return h.allocateList(s, h.blockSize(size), size)
+	return h.allocateList(s, h.blockSize(size), size, Grow)
+}
+
+// Mode says what an allocation may do when no free block the requesting
+// stream can use fits.
+type Mode uint8
+
+const (
+	// Grow: take a new chunk from the upstream (the heap's own policy:
+	// give back wholly free chunks first, synchronize when growth fails).
+	Grow Mode = iota
+	// NoGrow: fail with an out-of-memory error instead of growing; no
+	// device synchronization either.
+	NoGrow
+	// Local: only what the stream's own lists hold; no other stream's
+	// memory, no merging of lists, no growth (a cheap first look).
+	Local
+	// SyncNoGrow: never grow, but when the heap's free memory could hold
+	// the request, synchronize the device (after which every block freed
+	// before is usable by every stream) and look again, as a heap whose
+	// growth failed does.
+	SyncNoGrow
+)
+
+// AllocateMode is Allocate with what the allocation may do when no free
+// block fits (Allocate is AllocateMode with Grow). A resource with two
+// heaps asks one without growing before it grows the other.
+func (h *Heap) AllocateMode(s cudart.Stream, size uintptr, m Mode) (uintptr, error) {
+	if m == Grow {
+		return h.Allocate(s, size)
+	}
+	blk := h.blockSize(size)
+	if h.front != nil && blk <= FrontMaxBlock && (s == cudart.DefaultStream || s == cudart.LegacyDefaultStream) {
+		// Blocks in the front are free memory the lists do not see.
+		h.DrainFront()
+	}
+	return h.allocateList(s, blk, size, m)
 }
 
 // allocateList serves a request of size bytes with a block of blk bytes
 // from s's list in the calling goroutine's shard, or allocateSlow.
-func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr) (uintptr, error) {
+func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr, m Mode) (uintptr, error) {
 	for {
 		sl, err := h.eng.Lookup(s)
 		if err != nil {
@@ -49,7 +85,7 @@ func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr) (uintptr, error)
 			h.countRound(blk, size)
 			return h.publishAt(id, addr, blk, size)
 		}
-		p, err := h.allocateSlow(s, sl, l, blk, size)
+		p, err := h.allocateSlow(s, sl, l, blk, size, m)
 		if err != streamorder.ErrRetry {
 			return p, err
 		}
@@ -64,12 +100,14 @@ func (h *Heap) allocateList(s cudart.Stream, blk, size uintptr) (uintptr, error)
 // everything freed before it for every stream.
 //
 // It serves blk bytes (h.blockSize(size)) for a request of size bytes.
-func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, blk, size uintptr) (uintptr, error) {
+func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], own *freeList, blk, size uintptr, m Mode) (uintptr, error) {
 	st := sl.St
-	syncs := 0         // device synchronizations after growth failed
-	reclaimed := false // the owner's caches were asked for their blocks
-	gave := false      // and gave some
-	trimmed := false   // wholly free chunks were given back
+	syncs := 0 // device synchronizations after growth failed
+	// the owner's caches were asked for their blocks (SyncNoGrow follows
+	// a NoGrow of the same request: its owner asked them then)
+	reclaimed := m == SyncNoGrow
+	gave := false    // and gave some
+	trimmed := false // wholly free chunks were given back
 	for {
 		gen := h.gen.Load()
 		// Memory freed on this stream in other shards.
@@ -85,6 +123,9 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 				h.countRound(blk, size)
 				return h.publishAt(id, addr, blk, size)
 			}
+		}
+		if m == Local {
+			return 0, errNoRoom
 		}
 		// Memory freed on other streams, once this stream waits for it.
 		ls := h.eng.AllLists()
@@ -173,6 +214,19 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 				}
 				continue
 			}
+		}
+		if m != Grow {
+			if h.closed.Load() {
+				return 0, h.errClosed()
+			}
+			if m == SyncNoGrow && syncs < maxSyncRetries && h.quietFreeBytes() >= blk {
+				if err := h.eng.Synchronize(); err != nil {
+					return 0, err
+				}
+				syncs++
+				continue
+			}
+			return 0, errNoRoom
 		}
 		// Enough is free for this stream, but in pieces no request of
 		// this size fits in: give the wholly free chunks back before

@@ -249,7 +249,7 @@ func (h *Heap) frontMiss(blk, size uintptr) (uintptr, error) {
 			return h.publishAt(id, addr, blk, size)
 		}
 	}
-	return h.allocateList(cudart.DefaultStream, blk, size)
+	return h.allocateList(cudart.DefaultStream, blk, size, Grow)
 }
 
 // frontReserve raises sh's quota by at least need bytes from the heap's

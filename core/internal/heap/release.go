@@ -16,12 +16,28 @@ type Span struct{ Base, Size uintptr }
 // later, fail with errs.Closed where they would need memory, and it never
 // grows again.
 func (h *Heap) ReleaseChunks(all bool) []Span {
+	spans, _ := h.releaseChunks(all, false)
+	return spans
+}
+
+// TryReleaseChunks is ReleaseChunks(false) when no growth of the heap is
+// under way, for a caller that holds a lock a growing allocation may wait
+// for (another heap of its resource growing); it reports whether it ran.
+func (h *Heap) TryReleaseChunks() ([]Span, bool) { return h.releaseChunks(false, true) }
+
+func (h *Heap) releaseChunks(all, try bool) ([]Span, bool) {
 	if all {
 		h.clearFront()
 	} else {
 		h.DrainFront() // a chunk is wholly free only once the front's blocks merged
 	}
-	h.growMu.Lock()
+	if try {
+		if !h.growMu.TryLock() {
+			return nil, false
+		}
+	} else {
+		h.growMu.Lock()
+	}
 	defer h.growMu.Unlock()
 	if all {
 		h.closed.Store(true)
@@ -84,7 +100,7 @@ func (h *Heap) ReleaseChunks(all bool) []Span {
 		}
 	}
 	if len(out) == 0 {
-		return nil
+		return nil, true
 	}
 	h.chunkMu.Lock()
 	nt := &chunkTable{byID: append([]*chunk(nil), t.byID...)}
@@ -105,7 +121,7 @@ func (h *Heap) ReleaseChunks(all bool) []Span {
 	for i, c := range out {
 		spans[i] = Span{c.base, c.size}
 	}
-	return spans
+	return spans, true
 }
 
 // Stats describes the heap's free memory, for dumps and tests.
