@@ -1,7 +1,6 @@
 package heap
 
 import (
-	"math/bits"
 	"runtime"
 	"sync/atomic"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/rmmgo/rmmgo/core/internal/relaxed"
 	"github.com/rmmgo/rmmgo/core/internal/streamorder"
 	"github.com/rmmgo/rmmgo/cudart"
+	"github.com/rmmgo/rmmgo/internal/cabi"
 )
 
 // The front: size classes, and per-P caches of blocks freed on the legacy
@@ -62,25 +62,23 @@ const FrontMaxBlock = frontMaxUnits << UnitShift
 
 const (
 	frontMaxUnits = magMaxUnits
-	// frontExact classes of 256-byte steps, then four per power of two up
-	// to frontMaxUnits.
-	frontExact   = 16
-	frontClasses = frontExact + 4*(12-4) // 2^12 units = 1 MiB
+	// The front's classes are the C thread cache's, up to frontMaxUnits
+	// (internal/cabi: 16 of 256-byte steps, then four per power of two):
+	// the classes below 1 MiB, and 1 MiB's own.
+	// The doublings from cabi.SmallLimit (2^12 bytes) to FrontMaxBlock
+	// (2^20): TestFrontClassesAreCabis checks the count against cabi.
+	frontClasses = cabi.SmallClasses + cabi.ClassesPerDoubling*(20-12)
 	// frontDrainBatch: blocks a free drains into the heap at once when its
 	// shard is over its quota.
 	frontDrainBatch = 64
 )
 
 // frontClass returns the class of a request of u units (1 <= u <=
-// frontMaxUnits) and its size in units.
+// frontMaxUnits) and its size in units: the C cache's classes, one rule
+// (internal/cabi).
 func frontClass(u uintptr) (int, uintptr) {
-	if u <= frontExact {
-		return int(u) - 1, u
-	}
-	e := bits.Len64(uint64(u - 1)) // 2^(e-1) < u <= 2^e, e >= 5
-	shift := e - 3
-	k := (u-1-uintptr(1)<<(e-1))>>shift + 1 // 1..4
-	return frontExact + (e-5)*4 + int(k) - 1, uintptr(1)<<(e-1) + k<<shift
+	c := cabi.ClassOf(u << UnitShift)
+	return c, cabi.ClassSize(c) >> UnitShift
 }
 
 // blockSize returns the size of the block that serves a request of size
@@ -411,14 +409,7 @@ func (sh *frontShard) drain(c int, want uintptr, out []frontEntry) (int, uintptr
 }
 
 // frontSizeOf returns the size in units of class c.
-func frontSizeOf(c int) uintptr {
-	if c < frontExact {
-		return uintptr(c) + 1
-	}
-	e := (c-frontExact)/4 + 5
-	k := uintptr((c-frontExact)%4) + 1
-	return uintptr(1)<<(e-1) + k<<(e-3)
-}
+func frontSizeOf(c int) uintptr { return cabi.ClassSize(c) >> UnitShift }
 
 // frontInsert frees blocks drained from a front into the default stream's
 // list of the calling goroutine's shard, where they coalesce (after a
