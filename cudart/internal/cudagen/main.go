@@ -19,12 +19,11 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
+
+	"github.com/rmmgo/rmmgo/internal/genfiles"
 )
 
 // Outputs, relative to the cudart folder.
@@ -45,9 +44,9 @@ func main() {
 	files, err := generate(*dir)
 	if err == nil {
 		if *check {
-			err = compare(*dir, files)
+			err = genfiles.Compare(*dir, files, "go generate ./cudart")
 		} else {
-			err = write(*dir, files)
+			err = genfiles.Write(*dir, files)
 		}
 	}
 	if err != nil {
@@ -75,37 +74,4 @@ func generate(dir string) (map[string][]byte, error) {
 		callsFile: calls,
 		checkFile: writeCheck(consts),
 	}, nil
-}
-
-func write(dir string, files map[string][]byte) error {
-	for _, name := range sortedKeys(files) {
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// compare fails unless every file in dir is as generated.
-func compare(dir string, files map[string][]byte) error {
-	var stale []string
-	for _, name := range sortedKeys(files) {
-		got, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil || !bytes.Equal(got, files[name]) {
-			stale = append(stale, name)
-		}
-	}
-	if len(stale) > 0 {
-		return fmt.Errorf("not current: %v; run go generate ./cudart", stale)
-	}
-	return nil
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

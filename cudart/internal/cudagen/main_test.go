@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmmgo/rmmgo/internal/genfiles"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,7 +25,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "cudart/%s is stale: run go generate ./cudart", name)
 	}
-	require.NoError(t, compare(cudartDir, files))
+	require.NoError(t, genfiles.Compare(cudartDir, files, "go generate ./cudart"))
 }
 
 // TestCompareFindsStaleFiles: -check fails on a file that differs.
@@ -33,10 +34,10 @@ func TestCompareFindsStaleFiles(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "check"), 0o755))
-	require.NoError(t, write(dir, files))
-	require.NoError(t, compare(dir, files))
+	require.NoError(t, genfiles.Write(dir, files))
+	require.NoError(t, genfiles.Compare(dir, files, "go generate ./cudart"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, callsFile), []byte("stale"), 0o644))
-	err = compare(dir, files)
+	err = genfiles.Compare(dir, files, "go generate ./cudart")
 	require.ErrorContains(t, err, callsFile)
 	require.ErrorContains(t, err, "go generate ./cudart")
 }

@@ -24,10 +24,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/rmmgo/rmmgo/internal/cabi"
+	"github.com/rmmgo/rmmgo/internal/genfiles"
 )
 
 // Outputs, relative to the module's root.
@@ -50,9 +50,9 @@ func main() {
 	files, err := generate(*root)
 	if err == nil {
 		if *check {
-			err = compare(*root, files)
+			err = genfiles.Compare(*root, files, "go generate ./internal/cabi")
 		} else {
-			err = write(*root, files)
+			err = genfiles.Write(*root, files)
 		}
 	}
 	if err != nil {
@@ -213,37 +213,4 @@ STATUSES = (
 	}
 	b.WriteString(")\n")
 	return b.Bytes()
-}
-
-func write(root string, files map[string][]byte) error {
-	for _, name := range sortedKeys(files) {
-		if err := os.WriteFile(filepath.Join(root, name), files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// compare fails unless every file under root is as generated.
-func compare(root string, files map[string][]byte) error {
-	var stale []string
-	for _, name := range sortedKeys(files) {
-		got, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil || !bytes.Equal(got, files[name]) {
-			stale = append(stale, name)
-		}
-	}
-	if len(stale) > 0 {
-		return fmt.Errorf("not current: %v; run go generate ./internal/cabi", stale)
-	}
-	return nil
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

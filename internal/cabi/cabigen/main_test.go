@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmmgo/rmmgo/internal/genfiles"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,7 +24,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "%s is stale: run go generate ./internal/cabi", name)
 	}
-	require.NoError(t, compare(root, files))
+	require.NoError(t, genfiles.Compare(root, files, "go generate ./internal/cabi"))
 }
 
 // TestCompareFindsStaleFiles: -check fails on a file that differs, and
@@ -35,10 +36,10 @@ func TestCompareFindsStaleFiles(t *testing.T) {
 	for _, d := range []string{"capi", "include", "python/rmmgo"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
 	}
-	require.NoError(t, write(dir, files))
-	require.NoError(t, compare(dir, files))
+	require.NoError(t, genfiles.Write(dir, files))
+	require.NoError(t, genfiles.Compare(dir, files, "go generate ./internal/cabi"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, headerFile), []byte("stale"), 0o644))
-	err = compare(dir, files)
+	err = genfiles.Compare(dir, files, "go generate ./internal/cabi")
 	require.ErrorContains(t, err, headerFile)
 
 	h := "before\ntypedef enum rmm_status {\n  OLD = 1\n} rmm_status;\nmiddle\n" +
