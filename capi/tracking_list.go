@@ -30,10 +30,12 @@ func rmm_tracking_outstanding(mr C.rmm_resource_t, ptrs *unsafe.Pointer, sizes *
 		out := t.Outstanding()
 		n := min(uintptr(len(out)), uintptr(capacity))
 		if n > 0 {
-			ps := unsafe.Slice(ptrs, n)
+			// The slots are void*, written as the device addresses they
+			// are (not Go memory: no unsafe.Pointer is made of them).
+			ps := unsafe.Slice((*uintptr)(unsafe.Pointer(ptrs)), n)
 			ss := unsafe.Slice(sizes, n)
 			for i := uintptr(0); i < n; i++ {
-				ps[i] = unsafe.Pointer(out[i].Pointer) //nolint:govet // a device address, not Go memory
+				ps[i] = out[i].Pointer
 				ss[i] = C.size_t(out[i].Size)
 			}
 		}
