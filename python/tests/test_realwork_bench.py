@@ -72,3 +72,26 @@ def test_subprocess_protocol(tmp_path):
     assert res[2]["oom"] == 1 and "out of memory" in res[2]["error"]
     assert "| selftest | rmm-pool |" in (out / "table.md").read_text()
     assert (out / "selftest.rmm-pool.json").exists()
+
+
+def test_rounds_pair_with_their_own_baseline():
+    recs = []
+    for rnd, (bt, ot) in enumerate([(1.0, 1.5), (2.0, 2.0), (1.0, 0.5)]):
+        recs.append({"workload": "gpt2-train", "allocator": "torch", "round": rnd, "step_times": [bt, bt]})
+        recs.append({"workload": "gpt2-train", "allocator": "rmm-expandable", "round": rnd, "step_times": [ot, ot],
+                     "peak_live": 4, "peak_reserved": 5})
+    rw.summarize(recs)
+    assert [r["time_vs_baseline"] for r in recs[1::2]] == pytest.approx([1.5, 1.0, 0.5]), "each round paired with its own"
+    t = rw.rounds_table(recs)
+    assert "| gpt2-train | rmm-expandable | 1.00x | 1.50 1.00 0.50 | 1.25x |" in t
+    assert "3 rounds" in t
+
+
+def test_repeat_interleaves_cases(tmp_path):
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, _path, "--workloads", "selftest", "--allocators", "rmm-pool", "--repeat", "2",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    res = json.loads((out / "results.json").read_text())["records"]
+    assert [(r["allocator"], r["round"]) for r in res] == [("torch", 0), ("rmm-pool", 0), ("torch", 1), ("rmm-pool", 1)]
+    assert "2 rounds" in (out / "table.md").read_text()

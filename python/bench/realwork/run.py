@@ -47,6 +47,8 @@ allocator's step time.
   python3 python/bench/realwork/run.py --workloads gpt2-train --allocators torch,rmm-expandable
   python3 python/bench/realwork/run.py --max-batch --out /tmp/mb      # slow: largest GPT-2 batch per allocator
   python3 python/bench/realwork/run.py --quick --no-stats --out /tmp/t  # time only: rmmgo without the statistics adaptor
+  python3 python/bench/realwork/run.py --no-stats --repeat 3 --workloads gpt2-train --allocators torch,rmm-expandable
+      # speed: the cases interleaved three times, each round paired with its own baseline, and the median
 
 Writes OUT/results.json (every case), OUT/table.md and OUT/<case>.json; prints
 the table and one JSON line per case. rmmgo must be importable (PYTHONPATH=python
@@ -112,6 +114,9 @@ def parse_args(argv):
     ap.add_argument("--max-batch", action="store_true",
                     help="instead: the largest GPT-2 training batch at seq 1024 per allocator (binary search, a process per probe; slow)")
     ap.add_argument("--max-batch-limit", type=int, default=256, help="--max-batch: the largest batch tried")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every workload's cases this many times, interleaved (baseline, a, b, baseline, a, b, ...); "
+                         "each time is paired with its own round's baseline, and a second table gives each round's time and the median")
     ap.add_argument("--no-stats", action="store_true",
                     help="rmmgo without the statistics adaptor on top: time only, no peak live (what a user runs)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # internal: run one case, write JSON to this path
@@ -219,12 +224,12 @@ def summarize(records):
     base = {}
     for r in records:
         if r.get("allocator") == baseline_of(r.get("workload", "")):
-            base[r["workload"]] = r
+            base[(r["workload"], r.get("round", 0))] = r
     for r in records:
         live = r.get("peak_live")
         r["reserved_over_live"] = r["peak_reserved"] / live if live and r.get("peak_reserved") else None
         r["device_over_live"] = r["device_used"] / live if live and r.get("device_used") else None
-        b = base.get(r.get("workload"))
+        b = base.get((r.get("workload"), r.get("round", 0)))
         r["time_vs_baseline"] = paired_time(r, b) if b is not None and "error" not in b else None
         r["baseline"] = baseline_of(r.get("workload", ""))
     return records
@@ -249,6 +254,35 @@ def table(records):
                  "workloads, cupy for cupy-pipeline); device used: cudaMemGetInfo's used memory over the process's "
                  "baseline after CUDA started (max after each step), including the CUDA context's later growth.")
     return "\n".join(lines)
+
+
+def rounds_table(records):
+    """Per workload and allocator, with --repeat: each round's time against
+    that round's baseline, their median, and the median reserved / live."""
+    cases = {}
+    for r in records:
+        cases.setdefault((r.get("workload"), r.get("allocator")), []).append(r)
+    n = max(r.get("round", 0) for r in records) + 1
+    lines = ["| workload | allocator | time vs baseline, median | each round | reserved / live, median | ms per step, median |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for (w, alloc), rs in cases.items():
+        times = [r.get("time_vs_baseline") for r in sorted(rs, key=lambda r: r.get("round", 0))]
+        ok = [t for t in times if t is not None]
+        rol = [r["reserved_over_live"] for r in rs if r.get("reserved_over_live")]
+        ms = [1000 * median([t for t in r.get("step_times") or [] if t]) for r in rs if any(r.get("step_times") or [])]
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            w, alloc, fmt_ratio(median(ok)) if ok else "-", " ".join("-" if t is None else "%.2f" % t for t in times),
+            fmt_ratio(median(rol)) if rol else "-", "%.1f" % median(ms) if ms else "-"))
+    lines.append("")
+    lines.append("%d rounds, interleaved: every case of a workload once, then again; each round's times are paired with "
+                 "that round's baseline." % n)
+    return "\n".join(lines)
+
+
+def median(xs):
+    xs = sorted(xs)
+    k = len(xs)
+    return xs[k // 2] if k % 2 else (xs[k // 2 - 1] + xs[k // 2]) / 2
 
 
 def search_max(probe, limit, first=8):
@@ -314,11 +348,13 @@ def main(argv=None):
         if b not in allocs:
             allocs.insert(0, b)  # the paired times need the baseline
         allocs.sort(key=lambda x: x != b)  # baseline first
-        for alloc in allocs:
-            rec = run_case(a, w, alloc, steps_for(a, w))
-            records.append(rec)
-            print("%-15s %-16s %5.1fs %s" % (w, alloc, rec["case_seconds"], rec.get("error", "ok")), flush=True)
-            tab = write_results(a, records, t0)  # after every case: a run cut short keeps what it measured
+        for rnd in range(max(1, a.repeat)):
+            for alloc in allocs:
+                rec = run_case(a, w, alloc, steps_for(a, w))
+                rec["round"] = rnd
+                records.append(rec)
+                print("%-15s %-16s %5.1fs %s" % (w, alloc, rec["case_seconds"], rec.get("error", "ok")), flush=True)
+                tab = write_results(a, records, t0)  # after every case: a run cut short keeps what it measured
     tab = write_results(a, records, t0)
     print()
     print(tab)
@@ -334,6 +370,8 @@ def write_results(a, records, t0):
     """Writes results.json and table.md for the records so far; returns the table."""
     summarize(records)
     tab = table(records)
+    if any(r.get("round", 0) > 0 for r in records):
+        tab += "\n\n" + rounds_table(records)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"records": records, "args": vars(a), "seconds": round(time.time() - t0, 1)}, f, indent=1)
     with open(os.path.join(a.out, "table.md"), "w") as f:
