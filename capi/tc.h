@@ -457,6 +457,11 @@ RMMGO_INTERNAL void tc_set_quota(tc_pair* p, size_t q);
 /* Lets p go of its handle: its quota back to the budget, the rounding it
  * counted to the handle's round_gone. p holds no blocks. */
 RMMGO_INTERNAL void tc_pair_unbind(tc_pair* p);
+/* The rules tc_reserve_more applies per call (tc_budget.c): the most of
+ * the shared part one of `holders` pairs may hold, and whether a pair with
+ * `others` other holders may take past it. */
+RMMGO_INTERNAL size_t tc_fair_share(size_t shared, int64_t holders, size_t quantum);
+RMMGO_INTERNAL bool tc_lone(int64_t others, int64_t crowd_ns, int64_t now_ns, int64_t lone_after_ns);
 /* Reserves budget for p to hold `more` bytes more than its quota allows. */
 RMMGO_INTERNAL bool tc_reserve_more(tc_mslot* ms, tc_pair* p, size_t more);
 /* Gives back the part of p's quota above what it holds plus one quantum.

@@ -1,8 +1,8 @@
 /*
  * tc_adaptors.c -- the adaptors of a cached handle (statistics, limiting),
- * run in C as core runs them (one definition each, in core:
- * StatisticsHot.Alloc/Free and Counter.add for statistics,
- * Limiting.allocate/refund for limiting; these do the same arithmetic on
+ * run in C as Go runs them (one definition each in Go:
+ * fastpath.StatisticsHot's Alloc, Free and Unfree for statistics,
+ * core's Limiting.allocate/refund for limiting; these do the same arithmetic on
  * the same memory, under the same lock or with the same atomic operations;
  * Go tests compare the two). Limiting charges come before a block is taken
  * (a refusal goes to Go, which says it), the statistics count after; a
@@ -14,12 +14,45 @@
 static inline void tc_stats_lock(rmmgo_tc_stats* s) { rmmgo_spin_lock((atomic_int*)&s->lock); }
 static inline void tc_stats_unlock(rmmgo_tc_stats* s) { rmmgo_spin_unlock((atomic_int*)&s->lock); }
 
-static inline void tc_counter_add(int64_t* value, int64_t* peak, int64_t* total, int64_t n) {
+/* The statistics state of step i of ms, NULL when that step is not a
+ * statistics adaptor. */
+static inline rmmgo_tc_stats* tc_stats_step(tc_mslot* ms, int i) {
+  return ms->steps[i].kind == RMMGO_TC_STEP_STATISTICS ? (rmmgo_tc_stats*)ms->steps[i].state : NULL;
+}
+
+/* fastpath.StatisticsHot's Alloc, Unfree and Free, on C's copy of it. */
+static inline void tc_counter_raise(int64_t* value, int64_t* peak, int64_t n) {
   *value += n;
-  *total += n;
   if (*value > *peak) {
     *peak = *value;
   }
+}
+
+static inline void tc_hot_alloc(rmmgo_tc_hot* h, size_t bytes) {
+  tc_counter_raise(&h->bytes_value, &h->bytes_peak, (int64_t)bytes);
+  h->bytes_total += (int64_t)bytes;
+  tc_counter_raise(&h->count_value, &h->count_peak, 1);
+  h->count_total++;
+  h->out_bytes += bytes;
+  h->out_count++;
+}
+
+static inline void tc_hot_unfree(rmmgo_tc_hot* h, size_t bytes) {
+  tc_counter_raise(&h->bytes_value, &h->bytes_peak, (int64_t)bytes);
+  tc_counter_raise(&h->count_value, &h->count_peak, 1);
+  h->out_bytes += bytes;
+  h->out_count++;
+}
+
+static inline bool tc_hot_free(rmmgo_tc_hot* h, size_t bytes) {
+  if (h->out_count < 1 || h->out_bytes < bytes) {
+    return false;
+  }
+  h->bytes_value -= (int64_t)bytes;
+  h->count_value--;
+  h->out_bytes -= bytes;
+  h->out_count--;
+  return true;
 }
 
 /* A limiting step's charge for bytes; false when it cannot be charged at
@@ -90,17 +123,12 @@ void tc_steps_refund(tc_mslot* ms, int n, size_t bytes) {
 /* An allocation of bytes went through: the statistics count it. */
 void tc_steps_count(tc_mslot* ms, int n, size_t bytes) {
   for (int i = 0; i < n; i++) {
-    if (ms->steps[i].kind != RMMGO_TC_STEP_STATISTICS) {
-      continue;
+    rmmgo_tc_stats* s = tc_stats_step(ms, i);
+    if (s != NULL) {
+      tc_stats_lock(s);
+      tc_hot_alloc(&s->hot, bytes);
+      tc_stats_unlock(s);
     }
-    rmmgo_tc_stats* s = (rmmgo_tc_stats*)ms->steps[i].state;
-    rmmgo_tc_hot* h = &s->hot;
-    tc_stats_lock(s);
-    tc_counter_add(&h->bytes_value, &h->bytes_peak, &h->bytes_total, (int64_t)bytes);
-    tc_counter_add(&h->count_value, &h->count_peak, &h->count_total, 1);
-    h->out_bytes += bytes;
-    h->out_count++;
-    tc_stats_unlock(s);
   }
 }
 
@@ -108,23 +136,12 @@ void tc_steps_count(tc_mslot* ms, int n, size_t bytes) {
  * did not go through). */
 void tc_steps_unfree(tc_mslot* ms, int n, size_t bytes) {
   for (int i = 0; i < n; i++) {
-    if (ms->steps[i].kind != RMMGO_TC_STEP_STATISTICS) {
-      continue;
+    rmmgo_tc_stats* s = tc_stats_step(ms, i);
+    if (s != NULL) {
+      tc_stats_lock(s);
+      tc_hot_unfree(&s->hot, bytes);
+      tc_stats_unlock(s);
     }
-    rmmgo_tc_stats* s = (rmmgo_tc_stats*)ms->steps[i].state;
-    rmmgo_tc_hot* h = &s->hot;
-    tc_stats_lock(s);
-    h->bytes_value += (int64_t)bytes;
-    if (h->bytes_value > h->bytes_peak) {
-      h->bytes_peak = h->bytes_value;
-    }
-    h->count_value++;
-    if (h->count_value > h->count_peak) {
-      h->count_peak = h->count_value;
-    }
-    h->out_bytes += bytes;
-    h->out_count++;
-    tc_stats_unlock(s);
   }
 }
 
@@ -132,19 +149,12 @@ void tc_steps_unfree(tc_mslot* ms, int n, size_t bytes) {
  * one has fewer bytes or allocations outstanding (Go says so). */
 bool tc_steps_uncount(tc_mslot* ms, int n, size_t bytes) {
   for (int i = 0; i < n; i++) {
-    if (ms->steps[i].kind != RMMGO_TC_STEP_STATISTICS) {
+    rmmgo_tc_stats* s = tc_stats_step(ms, i);
+    if (s == NULL) {
       continue;
     }
-    rmmgo_tc_stats* s = (rmmgo_tc_stats*)ms->steps[i].state;
-    rmmgo_tc_hot* h = &s->hot;
     tc_stats_lock(s);
-    bool ok = h->out_count >= 1 && h->out_bytes >= bytes;
-    if (ok) {
-      h->bytes_value -= (int64_t)bytes;
-      h->count_value--;
-      h->out_bytes -= bytes;
-      h->out_count--;
-    }
+    bool ok = tc_hot_free(&s->hot, bytes);
     tc_stats_unlock(s);
     if (!ok) {
       tc_steps_unfree(ms, i, bytes);

@@ -102,28 +102,39 @@ void tc_pair_unbind(tc_pair* p) {
   p->round = 0;
 }
 
+/* The most of the shared part one pair may hold while `holders` pairs hold
+ * quotas: an even share, at least a quantum. Without it the first pair to
+ * fill keeps nearly all of it, and the others, left one quantum, cross
+ * into Go to drain a few blocks every few frees (binning small, two threads
+ * on their own streams: one pair held 40 MiB of 42, the other 276 KiB). */
+size_t tc_fair_share(size_t shared, int64_t holders, size_t quantum) {
+  size_t fair = holders > 1 ? shared / (size_t)holders : SIZE_MAX;
+  return fair < quantum ? quantum : fair;
+}
+
+/* Whether a pair may take past its fair share, and the budget's private
+ * part too: no other pair holds a quota now, and none did for lone_after
+ * (crowd_ns, the last time two held one; 0: never). */
+bool tc_lone(int64_t others, int64_t crowd_ns, int64_t now_ns, int64_t lone_after_ns) {
+  return others <= 0 && (crowd_ns == 0 || now_ns - crowd_ns >= lone_after_ns);
+}
+
 /* Reserves budget for p to hold `more` bytes more than it does: a quantum
- * at a time, or what is missing when the budget has less left. In the
- * owner's section; touches the handle's shared account only when p's quota
- * runs out. */
+ * at a time, or what is missing when the budget has less left. All pairs
+ * together keep to the budget's shared part and each to its fair share,
+ * unless p is lone (tc_lone). In the owner's section; touches the handle's
+ * shared account only when p's quota runs out. The numbers (budget, shared
+ * part, quantum, lone_after) are Go's policy (cachepolicy), published in
+ * the slot; these two rules apply them per call, where crossing into Go
+ * would cost more than the call. */
 bool tc_reserve_more(tc_mslot* ms, tc_pair* p, size_t more) {
   size_t need = p->bytes + more - p->quota;
   size_t q = atomic_load_explicit(&ms->quantum, memory_order_relaxed);
   size_t tries[2] = {need > q ? need : q, need};
-  /* All pairs together keep to the budget's shared part, unless this one
-   * has been alone for a while (then the rest is its too). */
   size_t shared = atomic_load_explicit(&ms->shared, memory_order_relaxed);
   int64_t cap = (int64_t)atomic_load_explicit(&ms->budget, memory_order_relaxed) - (int64_t)shared;
-  /* Among several holders, a pair takes no more of the shared part than
-   * its even share (at least a quantum): else the first pair to fill
-   * keeps nearly all of it, and the others, left one quantum, cross into
-   * Go to drain a few blocks every few frees (binning small, two threads
-   * on their own streams: one pair held 40 MiB of 42, the other 276 KiB). */
-  int64_t holders = atomic_load_explicit(&ms->holders, memory_order_relaxed) + (p->quota > 0 ? 0 : 1);
-  size_t fair = holders > 1 ? shared / (size_t)holders : SIZE_MAX;
-  if (fair < q) {
-    fair = q;
-  }
+  int64_t mine = p->quota > 0 ? 1 : 0;
+  size_t fair = tc_fair_share(shared, atomic_load_explicit(&ms->holders, memory_order_relaxed) + 1 - mine, q);
   int lone = -1; /* not known yet */
   for (int t = 0; t < 2; t++) {
     int64_t want = (int64_t)tries[t];
@@ -131,11 +142,9 @@ bool tc_reserve_more(tc_mslot* ms, tc_pair* p, size_t more) {
     while (avail >= want) {
       if (p->quota + (size_t)want > fair || avail - want < cap) {
         if (lone < 0) {
-          /* Alone now, and never in a crowd or not for lone_after. */
-          int64_t crowd = atomic_load_explicit(&ms->crowd_ns, memory_order_relaxed);
-          lone = atomic_load_explicit(&ms->holders, memory_order_relaxed) <= (p->quota > 0 ? 1 : 0) &&
-                 (crowd == 0 ||
-                  tc_now_ns() - crowd >= atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed));
+          lone = tc_lone(atomic_load_explicit(&ms->holders, memory_order_relaxed) - mine,
+                         atomic_load_explicit(&ms->crowd_ns, memory_order_relaxed), tc_now_ns(),
+                         atomic_load_explicit(&ms->lone_after_ns, memory_order_relaxed));
         }
         if (!lone) {
           break;

@@ -9,6 +9,13 @@ static int rmmgo_test_class_of(size_t bytes) { return tc_class_of(bytes); }
 static size_t rmmgo_test_class_size(int c) { return tc_class_size(c); }
 static const size_t rmmgo_test_class_sizes[] = {RMMGO_CLASS_SIZES};
 static size_t rmmgo_test_class_sizes_at(int c) { return rmmgo_test_class_sizes[c]; }
+// The budget's per-call rules, for their table test.
+static size_t rmmgo_test_fair_share(size_t shared, int64_t holders, size_t quantum) {
+  return tc_fair_share(shared, holders, quantum);
+}
+static int rmmgo_test_lone(int64_t others, int64_t crowd, int64_t now, int64_t after) {
+  return tc_lone(others, crowd, now, after);
+}
 */
 import "C"
 
@@ -160,4 +167,10 @@ func cClassOf(n uintptr) int     { return int(C.rmmgo_test_class_of(C.size_t(n))
 func cClassSize(c int) uintptr   { return uintptr(C.rmmgo_test_class_size(C.int(c))) }
 func cClassTable(c int) uintptr  { return uintptr(C.rmmgo_test_class_sizes_at(C.int(c))) }
 func cClasses() int              { return int(C.RMMGO_CLASSES) }
+func cFairShare(shared uintptr, holders int64, quantum uintptr) uintptr {
+	return uintptr(C.rmmgo_test_fair_share(C.size_t(shared), C.int64_t(holders), C.size_t(quantum)))
+}
+func cLone(others, crowdNs, nowNs, loneAfterNs int64) bool {
+	return C.rmmgo_test_lone(C.int64_t(others), C.int64_t(crowdNs), C.int64_t(nowNs), C.int64_t(loneAfterNs)) != 0
+}
 func cStatusString(v int) string { return C.GoString(C.rmm_status_string(C.rmm_status(v))) }

@@ -65,20 +65,20 @@ func cacheChain(res core.Resource) (fastpath.Cacheable, []C.rmmgo_tc_step) {
 	}
 }
 
-// cStatsStore keeps a statistics adaptor's core.StatisticsHot in C memory,
-// under the lock the C side takes (core.StatisticsStore).
+// cStatsStore keeps a statistics adaptor's fastpath.StatisticsHot in C memory,
+// under the lock the C side takes (fastpath.StatisticsStore).
 type cStatsStore struct{ p *C.rmmgo_tc_stats }
 
 // Update runs fn under the C lock: a spin lock, held by C for a handful of
 // additions, by fn for as long.
-func (s *cStatsStore) Update(fn func(h *core.StatisticsHot)) {
+func (s *cStatsStore) Update(fn func(h *fastpath.StatisticsHot)) {
 	l := (*atomic.Uint32)(unsafe.Pointer(&s.p.lock))
 	for spins := 0; !l.CompareAndSwap(0, 1); spins++ {
 		if spins > 64 {
 			runtime.Gosched()
 		}
 	}
-	fn((*core.StatisticsHot)(unsafe.Pointer(&s.p.hot)))
+	fn((*fastpath.StatisticsHot)(unsafe.Pointer(&s.p.hot)))
 	l.Store(0)
 }
 
@@ -121,7 +121,7 @@ func limitAccountOf(l *core.Limiting) *atomic.Uintptr {
 }
 
 // tcHotLayout reports rmmgo_tc_hot's size and its fields' offsets (for the
-// test that checks them against core.StatisticsHot).
+// test that checks them against fastpath.StatisticsHot).
 func tcHotLayout() (uintptr, []uintptr) {
 	var h C.rmmgo_tc_hot
 	return unsafe.Sizeof(h), []uintptr{

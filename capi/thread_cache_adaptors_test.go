@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmmgo/rmmgo/core"
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
-// TestThreadCacheAdaptorLayout: C's rmmgo_tc_hot is core.StatisticsHot.
+// TestThreadCacheAdaptorLayout: C's rmmgo_tc_hot is fastpath.StatisticsHot.
 func TestThreadCacheAdaptorLayout(t *testing.T) {
 	size, offs := tcHotLayout()
-	var h core.StatisticsHot
+	var h fastpath.StatisticsHot
 	assert.Equal(t, unsafe.Sizeof(h), size)
 	assert.Equal(t, []uintptr{
 		unsafe.Offsetof(h.Bytes) + unsafe.Offsetof(h.Bytes.Value), unsafe.Offsetof(h.Bytes) + unsafe.Offsetof(h.Bytes.Peak),

@@ -8,7 +8,7 @@ import (
 	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
-// The arena as a Cacheable resource (cache.go).
+// The arena as a fastpath.Cacheable resource (cache.go).
 
 // CacheLimits: requests up to cachepolicy.MaxBlock, the budget following
 // the arena's size, and the memory its global arena has free.
@@ -74,5 +74,5 @@ func (a *Arena) CheckFree(ptr, bytes, allocated uintptr) error {
 	return nil
 }
 
-// AttachCache attaches c (see Cacheable).
+// AttachCache attaches c (see fastpath.Cacheable).
 func (a *Arena) AttachCache(c fastpath.BlockCache) func() { return a.caches.attach(c) }

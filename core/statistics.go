@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rmmgo/rmmgo/internal/fastpath"
 )
 
 // ErrOutOfRange: an index or level is out of range, e.g. popping the last
@@ -17,15 +19,6 @@ type Counter struct {
 	Value int64 // current
 	Peak  int64 // highest Value seen
 	Total int64 // sum of all increments
-}
-
-// add counts an increment of n (n >= 0).
-func (c *Counter) add(n int64) {
-	c.Value += n
-	c.Total += n
-	if c.Value > c.Peak {
-		c.Peak = c.Value
-	}
 }
 
 // fold merges a popped child level into c, as RMM does.
@@ -64,7 +57,7 @@ func (c *Counter) fold(child Counter) {
 // Every update and read holds one mutex for a handful of additions (no
 // allocation, no upstream call under it); see BenchmarkStatistics. A front
 // that serves the adaptor's calls outside Go (the C ABI's thread cache,
-// docs/thread-cache.md) keeps the part every call changes, StatisticsHot,
+// docs/thread-cache.md) keeps the part every call changes, fastpath.StatisticsHot,
 // in its own memory (UseStore) and counts there under its own lock: the
 // numbers are the same whichever side counted.
 type Statistics struct {
@@ -75,8 +68,8 @@ type Statistics struct {
 	outer []counters
 	// hot is the innermost level and what is outstanding, under mu unless
 	// store holds it.
-	hot   StatisticsHot
-	store StatisticsStore // set once, under mu
+	hot   fastpath.StatisticsHot
+	store fastpath.StatisticsStore // set once, under mu
 	// zeros counts the zero-byte allocations outstanding: a free of size 0
 	// uncounts one of them, never an allocation of another size (issue 24).
 	zeros atomic.Int64
@@ -84,89 +77,24 @@ type Statistics struct {
 
 type counters struct{ bytes, count Counter }
 
-// StatisticsHot is the part of a Statistics adaptor every call changes:
-// the innermost level's counters, and the bytes and allocations
-// outstanding through the adaptor, every level together (what a
-// deallocation is checked against).
-type StatisticsHot struct {
-	Bytes, Count Counter
-	OutBytes     uintptr
-	OutCount     int64
-}
-
-// Alloc counts an allocation of bytes in h.
-func (h *StatisticsHot) Alloc(bytes uintptr) {
-	h.Bytes.add(int64(bytes))
-	h.Count.add(1)
-	h.OutBytes += bytes
-	h.OutCount++
-}
-
-// Free takes a deallocation of bytes off h, unless more bytes or more
-// allocations than are outstanding would go (false then, nothing
-// changed).
-func (h *StatisticsHot) Free(bytes uintptr) bool {
-	if h.OutCount < 1 || h.OutBytes < bytes {
-		return false
-	}
-	h.Bytes.Value -= int64(bytes)
-	h.Count.Value--
-	h.OutBytes -= bytes
-	h.OutCount--
-	return true
-}
-
-// FreeForeign counts a deallocation of bytes that the adaptor did not see
-// allocated but its upstream freed (RMM's "negative inner tracking": memory
-// allocated through an outer adaptor freed through this one). The counters'
-// values go down, below zero if need be, as RMM's; the outstanding figures
-// that guard Free go down as far as they can.
-func (h *StatisticsHot) FreeForeign(bytes uintptr) {
-	h.Bytes.Value -= int64(bytes)
-	h.Count.Value--
-	h.OutBytes -= min(h.OutBytes, bytes)
-	h.OutCount = max(h.OutCount-1, 0)
-}
-
-// Unfree undoes Free for a deallocation the upstream refused. Totals
-// are not touched (deallocations never add to them); a peak is raised if
-// allocations made meanwhile, with the refused memory still live, went
-// past it.
-func (h *StatisticsHot) Unfree(bytes uintptr) {
-	h.Bytes.Value += int64(bytes)
-	h.Bytes.Peak = max(h.Bytes.Peak, h.Bytes.Value)
-	h.Count.Value++
-	h.Count.Peak = max(h.Count.Peak, h.Count.Value)
-	h.OutBytes += bytes
-	h.OutCount++
-}
-
-// StatisticsStore keeps a Statistics adaptor's StatisticsHot for a front
-// that counts the adaptor's calls itself: Update runs fn on it atomically
-// with the front's own counting (which must do what Alloc and Free do).
-// fn is short and calls nothing.
-type StatisticsStore interface {
-	Update(fn func(h *StatisticsHot))
-}
-
-// UseStore moves the adaptor's StatisticsHot into s, which keeps it from
+// UseStore moves the adaptor's hot counters (fastpath.StatisticsHot) into s, which keeps it from
 // then on (for the adaptor's life). It gives s the current values first.
 // It returns the store in use: s, or the one an earlier call gave.
-func (st *Statistics) UseStore(s StatisticsStore) StatisticsStore {
+func (st *Statistics) UseStore(s fastpath.StatisticsStore) fastpath.StatisticsStore {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.store != nil {
 		return st.store
 	}
 	hot := st.hot
-	s.Update(func(h *StatisticsHot) { *h = hot })
+	s.Update(func(h *fastpath.StatisticsHot) { *h = hot })
 	st.store = s
 	return s
 }
 
 // update runs fn on the hot part, wherever it is. st.mu is held; it is
 // released.
-func (st *Statistics) update(fn func(h *StatisticsHot)) {
+func (st *Statistics) update(fn func(h *fastpath.StatisticsHot)) {
 	if s := st.store; s != nil {
 		st.mu.Unlock()
 		s.Update(fn)
@@ -187,7 +115,7 @@ func NewStatistics(upstream Resource) (*Statistics, error) {
 // Counters returns the innermost level's byte and allocation counters.
 func (st *Statistics) Counters() (bytes, count Counter) {
 	st.mu.Lock()
-	st.update(func(h *StatisticsHot) { bytes, count = h.Bytes, h.Count })
+	st.update(func(h *fastpath.StatisticsHot) { bytes, count = Counter(h.Bytes), Counter(h.Count) })
 	return bytes, count
 }
 
@@ -203,9 +131,9 @@ func (st *Statistics) Depth() int {
 func (st *Statistics) PushCounters() (bytes, count Counter) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.hotLocked(func(h *StatisticsHot) {
-		bytes, count = h.Bytes, h.Count
-		h.Bytes, h.Count = Counter{}, Counter{}
+	st.hotLocked(func(h *fastpath.StatisticsHot) {
+		bytes, count = Counter(h.Bytes), Counter(h.Count)
+		h.Bytes, h.Count = fastpath.Counter{}, fastpath.Counter{}
 	})
 	st.outer = append(st.outer, counters{bytes, count})
 	return bytes, count
@@ -223,17 +151,17 @@ func (st *Statistics) PopCounters() (bytes, count Counter, err error) {
 	}
 	parent := st.outer[n-1]
 	st.outer = st.outer[:n-1]
-	st.hotLocked(func(h *StatisticsHot) {
-		bytes, count = h.Bytes, h.Count
-		parent.bytes.fold(h.Bytes)
-		parent.count.fold(h.Count)
-		h.Bytes, h.Count = parent.bytes, parent.count
+	st.hotLocked(func(h *fastpath.StatisticsHot) {
+		bytes, count = Counter(h.Bytes), Counter(h.Count)
+		parent.bytes.fold(Counter(h.Bytes))
+		parent.count.fold(Counter(h.Count))
+		h.Bytes, h.Count = fastpath.Counter(parent.bytes), fastpath.Counter(parent.count)
 	})
 	return bytes, count, nil
 }
 
 // hotLocked runs fn on the hot part with st.mu held (and kept).
-func (st *Statistics) hotLocked(fn func(h *StatisticsHot)) {
+func (st *Statistics) hotLocked(fn func(h *fastpath.StatisticsHot)) {
 	if st.store != nil {
 		st.store.Update(fn)
 		return
@@ -295,7 +223,7 @@ func (st *Statistics) allocate(s Stream, bytes, alignment uintptr, sync bool) (u
 		st.hot.Alloc(bytes)
 		st.mu.Unlock()
 	} else {
-		st.update(func(h *StatisticsHot) { h.Alloc(bytes) })
+		st.update(func(h *fastpath.StatisticsHot) { h.Alloc(bytes) })
 	}
 	return p, nil
 }
@@ -327,7 +255,7 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 		ok, outBytes, outCount = st.hot.Free(bytes), st.hot.OutBytes, st.hot.OutCount
 		st.mu.Unlock()
 	} else {
-		st.update(func(h *StatisticsHot) { ok, outBytes, outCount = h.Free(bytes), h.OutBytes, h.OutCount })
+		st.update(func(h *fastpath.StatisticsHot) { ok, outBytes, outCount = h.Free(bytes), h.OutBytes, h.OutCount })
 	}
 	if !ok {
 		// More than went out through this adaptor: memory allocated through
@@ -339,12 +267,12 @@ func (st *Statistics) deallocate(s Stream, ptr, bytes, alignment uintptr, sync b
 				kindStatistics, ErrInvalidPointer, ptr, bytes, outBytes, outCount, err)
 		}
 		st.mu.Lock()
-		st.update(func(h *StatisticsHot) { h.FreeForeign(bytes) })
+		st.update(func(h *fastpath.StatisticsHot) { h.FreeForeign(bytes) })
 		return nil
 	}
 	if err := upDeallocate(st.upstream, s, ptr, bytes, alignment, sync); err != nil {
 		st.mu.Lock()
-		st.update(func(h *StatisticsHot) { h.Unfree(bytes) })
+		st.update(func(h *fastpath.StatisticsHot) { h.Unfree(bytes) })
 		return err
 	}
 	return nil
@@ -373,7 +301,7 @@ func (st *Statistics) deallocateZero(s Stream, ptr, alignment uintptr, sync bool
 	}
 	var ok bool
 	st.mu.Lock()
-	st.update(func(h *StatisticsHot) { ok = h.Free(0) })
+	st.update(func(h *fastpath.StatisticsHot) { ok = h.Free(0) })
 	if !ok {
 		st.zeros.Add(1)
 	}

@@ -94,27 +94,8 @@ inline rmm_resource_t make_logging_handle(upstream_arg const& up, std::shared_pt
   logger->info("Thread,Time,Action,Pointer,Size,Stream");
   logger->set_pattern("%t,%H:%M:%S.%f,%v");
   check(rmm_resource_retain(up.handle));
-  auto* box = new logging_box{up.handle, std::move(logger)};
-  rmm_external_resource ops{};
-  ops.struct_size = sizeof ops;
-  ops.self = box;
-  ops.allocate = &logging_box::allocate;
-  ops.deallocate = &logging_box::deallocate;
-  ops.allocate_sync = &logging_box::allocate_sync;
-  ops.deallocate_sync = &logging_box::deallocate_sync;
-  ops.is_equal = &logging_box::is_equal;
-  ops.release = &logging_box::release;
   bool host = up.object && try_get_property(*up.object, cuda::mr::host_accessible{});
-  ops.properties = static_cast<unsigned int>(RMM_PROPERTY_DEVICE_ACCESSIBLE) |
-                   (host ? static_cast<unsigned int>(RMM_PROPERTY_HOST_ACCESSIBLE) : 0u);
-  ops.device = -1;
-  rmm_resource_t h = nullptr;
-  rmm_status st = rmm_resource_create_external(&ops, &h);
-  if (st != RMM_SUCCESS) {
-    logging_box::release(box);
-    throw_status(st);
-  }
-  return h;
+  return create_external<logging_box>(new logging_box{up.handle, std::move(logger)}, host);
 }
 
 }  // namespace detail

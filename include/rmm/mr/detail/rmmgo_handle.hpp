@@ -212,30 +212,38 @@ extern "C++" struct external_ops {
   static void release(void* self) noexcept { delete static_cast<external_box*>(self); }
 };
 
-/// Registers r (any CCCL resource with device_accessible) with librmmgo;
-/// returns a new reference.
-inline rmm_resource_t register_external(any_device_resource r) {
-  bool host = try_get_property(r, cuda::mr::host_accessible{});
-  auto* box = new external_box{std::move(r)};
+/// A new external handle whose calls are Ops's static members, given box
+/// as their first argument; device-accessible, and host-accessible too when
+/// host. If librmmgo refuses it, box is released (Ops::release) and the
+/// status thrown.
+template <class Ops>
+inline rmm_resource_t create_external(void* box, bool host) {
   rmm_external_resource ops{};
   ops.struct_size = sizeof ops;
   ops.self = box;
-  ops.allocate = &external_ops::allocate;
-  ops.deallocate = &external_ops::deallocate;
-  ops.allocate_sync = &external_ops::allocate_sync;
-  ops.deallocate_sync = &external_ops::deallocate_sync;
-  ops.is_equal = &external_ops::is_equal;
-  ops.release = &external_ops::release;
+  ops.allocate = &Ops::allocate;
+  ops.deallocate = &Ops::deallocate;
+  ops.allocate_sync = &Ops::allocate_sync;
+  ops.deallocate_sync = &Ops::deallocate_sync;
+  ops.is_equal = &Ops::is_equal;
+  ops.release = &Ops::release;
   ops.properties = static_cast<unsigned int>(RMM_PROPERTY_DEVICE_ACCESSIBLE) |
                    (host ? static_cast<unsigned int>(RMM_PROPERTY_HOST_ACCESSIBLE) : 0u);
   ops.device = -1;
   rmm_resource_t h = nullptr;
   rmm_status st = rmm_resource_create_external(&ops, &h);
   if (st != RMM_SUCCESS) {
-    delete box;
+    Ops::release(box);
     throw_status(st);
   }
   return h;
+}
+
+/// Registers r (any CCCL resource with device_accessible) with librmmgo;
+/// returns a new reference.
+inline rmm_resource_t register_external(any_device_resource r) {
+  bool host = try_get_property(r, cuda::mr::host_accessible{});
+  return create_external<external_ops>(new external_box{std::move(r)}, host);
 }
 
 template <class R>
