@@ -59,6 +59,10 @@ def test_search_max():
         n, tried = rw.search_max(lambda b: b <= best, limit)
         assert n == best, (limit, best, tried)
         assert len(tried) <= 2 * limit.bit_length() + 2
+    n, tried = rw.search_max(lambda b: b <= 100, 101, first=100)
+    assert (n, tried) == (100, [(100, True), (101, False)]), "a known answer checked in two probes"
+    n, _ = rw.search_max(lambda b: b <= 97, 101, first=100)
+    assert n == 97
 
 
 def test_subprocess_protocol(tmp_path):

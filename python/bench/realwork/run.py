@@ -114,6 +114,8 @@ def parse_args(argv):
     ap.add_argument("--max-batch", action="store_true",
                     help="instead: the largest GPT-2 training batch at seq 1024 per allocator (binary search, a process per probe; slow)")
     ap.add_argument("--max-batch-limit", type=int, default=256, help="--max-batch: the largest batch tried")
+    ap.add_argument("--max-batch-first", type=int, default=8,
+                    help="--max-batch: the first batch tried (doubling from it, then bisecting); a known answer saves probes")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every workload's cases this many times, interleaved (baseline, a, b, baseline, a, b, ...); "
                          "each time is paired with its own round's baseline, and a second table gives each round's time and the median")
@@ -320,7 +322,7 @@ def max_batch(a, workload="gpt2-train"):
             ok = "error" not in rec and not rec.get("oom")
             print("max-batch %s: batch %d %s" % (alloc, b, "trains" if ok else "fails: " + str(rec.get("error"))[:80]), flush=True)
             return ok
-        best, tried = search_max(probe, a.max_batch_limit)
+        best, tried = search_max(probe, a.max_batch_limit, first=a.max_batch_first)
         out.append({"allocator": alloc, "max_batch": best, "seq": 1024, "probes": tried})
     lines = ["| allocator | largest GPT-2 batch at seq 1024 | probes |", "| --- | --- | --- |"]
     lines += ["| %s | %d | %d |" % (r["allocator"], r["max_batch"], len(r["probes"])) for r in out]
