@@ -255,3 +255,47 @@ func TestFixedSizeRacingFrees(t *testing.T) {
 		})
 	}
 }
+
+// TestFixedSizeSettlesFreedBlocks: a stream that frees a block of 1 MiB or
+// more (or 1 MiB of smaller ones) while other streams share the resource
+// records its event at once, so that another stream takes the block rather
+// than growing (each stream kept its peak to itself, TestSoakStreams).
+func TestFixedSizeSettlesFreedBlocks(t *testing.T) {
+	r := testRuntime(t)
+	for _, c := range []struct {
+		block uintptr
+		frees int // blocks freed by a before b asks
+	}{{1 << 20, 1}, {256 << 10, 4}} {
+		t.Run(fmt.Sprint(c.block), func(t *testing.T) {
+			up := newCountingUpstream(t)
+			f := oneShard(t, func() (*FixedSize, error) {
+				return NewFixedSize(up, FixedSizeOptions{BlockSize: c.block, BlocksToPreallocate: c.frees})
+			})
+			defer f.Close()
+			a, b := newStream(t, r), newStream(t, r)
+			var xs []uintptr
+			for range c.frees {
+				x, err := f.Allocate(a, c.block, 256) // the first chunk's blocks
+				require.NoError(t, err)
+				xs = append(xs, x)
+			}
+			var ys []uintptr
+			for range c.frees {
+				y, err := f.Allocate(b, c.block, 256) // a second chunk's blocks
+				require.NoError(t, err)
+				ys = append(ys, y)
+			}
+			require.Len(t, up.sizes, 2)
+			for _, x := range xs {
+				require.NoError(t, f.Deallocate(a, x, c.block, 256))
+			}
+			z, err := f.Allocate(b, c.block, 256)
+			require.NoError(t, err)
+			assert.Len(t, up.sizes, 2, "b took a block a freed, without growing")
+			assert.Contains(t, xs, z)
+			for _, y := range append(ys, z) {
+				require.NoError(t, f.Deallocate(b, y, c.block, 256))
+			}
+		})
+	}
+}
