@@ -39,6 +39,9 @@ type Binning struct {
 	// own: the same caches, for claimedFree only (the bins and the
 	// upstream ask them for memory).
 	own caches
+	// detachUp detaches the Binning from a Cacheable upstream, which asks
+	// it for the bins' wholly free chunks before it grows (binRelease).
+	detachUp func()
 }
 
 // binCacheLink is a cache attached to a Binning: attached to each bin
@@ -160,6 +163,9 @@ func newBinning(r cudart.Runtime, upstream Resource, minExp, maxExp int) (*Binni
 	}
 	b := &Binning{upstream: upstream, rt: r, dev: dev}
 	b.bins.Store(newBinTable(nil))
+	if up, ok := upstream.(cacheable); ok {
+		b.detachUp = up.AttachCache(binRelease{b})
+	}
 	if minExp >= 0 {
 		for e := minExp; e <= maxExp; e++ {
 			if err := b.AddBin(uintptr(1)<<e, nil); err != nil {
@@ -495,6 +501,9 @@ func (b *Binning) Close() error {
 	if b.closed.Swap(true) {
 		return nil
 	}
+	if b.detachUp != nil {
+		b.detachUp()
+	}
 	var errs []error
 	for _, bn := range b.bins.Load().bins {
 		if bn.owned != nil {
@@ -609,6 +618,33 @@ func (k binCache) Reclaim(need uintptr) bool {
 }
 
 func (k binCache) HeldBytes() uintptr { return k.c.HeldBytes() }
+
+// binRelease is a Binning as its upstream's cache: when the upstream
+// needs memory (before it grows), the bins the Binning made give back
+// their wholly free chunks (FixedSize.releaseFree). Otherwise a bin keeps
+// the chunks of its peak for good, out of reach of the other bins and of
+// the requests above them: replaying a CuPy pipeline (bench/traces), the
+// bins held 160 MiB of chunks with no block in use when the pool grew to
+// its peak. It holds nothing itself.
+type binRelease struct{ b *Binning }
+
+func (r binRelease) Reclaim(uintptr) bool {
+	if r.b.closed.Load() {
+		return false
+	}
+	gave := false
+	for _, bn := range r.b.bins.Load().bins {
+		if bn.owned != nil {
+			// A failed return leaves the chunk held, to return at Close.
+			if g, _ := bn.owned.releaseFree(); g {
+				gave = true
+			}
+		}
+	}
+	return gave
+}
+
+func (binRelease) HeldBytes() uintptr { return 0 }
 
 // reclaimOnly is a fastpath.BlockCache that gives its blocks back on request but
 // counts none as held.

@@ -265,3 +265,39 @@ func TestBinningRefusesCyclesConcurrently(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 }
+
+// TestBinningGivesBackFreeChunks: when the upstream pool needs memory, the
+// bins give back their wholly free chunks, and the pool serves from them
+// rather than growing beside them; a bin then fetches a chunk again.
+func TestBinningGivesBackFreeChunks(t *testing.T) {
+	up := newCountingUpstream(t)
+	p, err := NewPool(up, PoolOptions{})
+	require.NoError(t, err)
+	defer p.Close()
+	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 32 MiB chunks
+	require.NoError(t, err)
+	bin := b.bins.Load().bins[0].fixed
+	x, err := b.Allocate(DefaultStream, 200<<10, 256)
+	require.NoError(t, err)
+	require.NoError(t, b.Deallocate(DefaultStream, x, 200<<10, 256))
+	require.Equal(t, uintptr(binChunk), bin.HeldBytes())
+	held := up.liveBytes()
+
+	y, err := b.Allocate(DefaultStream, binChunk, 256) // above the bins: the pool's
+	require.NoError(t, err)
+	assert.Zero(t, bin.HeldBytes(), "the bin gave its free chunk back")
+	assert.Equal(t, held, up.liveBytes(), "the pool served from the chunk the bin gave back")
+
+	x, err = b.Allocate(DefaultStream, 200<<10, 256)
+	require.NoError(t, err, "the bin fetches a chunk again")
+	assert.Equal(t, uintptr(binChunk), bin.HeldBytes())
+	z, err := b.Allocate(DefaultStream, binChunk, 256)
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(binChunk), bin.HeldBytes(), "a chunk with a live block stays")
+	for _, a := range []struct{ p, n uintptr }{{x, 200 << 10}, {y, binChunk}, {z, binChunk}} {
+		require.NoError(t, b.Deallocate(DefaultStream, a.p, a.n, 256))
+	}
+	require.NoError(t, b.Close())
+	require.NoError(t, p.Close())
+	assert.Zero(t, up.liveCount())
+}
