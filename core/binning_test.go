@@ -276,7 +276,7 @@ func TestBinningGivesBackFreeChunks(t *testing.T) {
 	defer p.Close()
 	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 32 MiB chunks
 	require.NoError(t, err)
-	bin := b.bins.Load().bins[0].fixed
+	bin := b.bins.Load().find(256 << 10).fixed
 	x, err := b.Allocate(DefaultStream, 200<<10, 256)
 	require.NoError(t, err)
 	require.NoError(t, b.Deallocate(DefaultStream, x, 200<<10, 256))
@@ -300,4 +300,40 @@ func TestBinningGivesBackFreeChunks(t *testing.T) {
 	require.NoError(t, b.Close())
 	require.NoError(t, p.Close())
 	assert.Zero(t, up.liveCount())
+}
+
+// TestBinningHiddenBins: NewBinning makes hidden bins for the powers of two
+// from 256 bytes up to half its smallest bin, which fetch nothing before
+// their first request: a request far below the smallest bin takes a block
+// of its own power of two, not one of the smallest bin. AddBin of a hidden
+// size makes it a bin like the others, or replaces it with the caller's.
+func TestBinningHiddenBins(t *testing.T) {
+	up := newCountingUpstream(t)
+	b, err := NewBinning(up, 12, 14)
+	require.NoError(t, err)
+	assert.Equal(t, []uintptr{4096, 8192, 16384}, b.BinSizes())
+	assert.Equal(t, []uintptr{128 * 4096, 128 * 8192, 128 * 16384}, up.sizes, "the hidden bins fetch nothing yet")
+	for _, c := range []struct{ bytes, block uintptr }{{1, 256}, {1000, 1024}, {2048, 2048}, {2049, 4096}, {5000, 8192}} {
+		x, err := b.Allocate(DefaultStream, c.bytes, 256)
+		require.NoError(t, err)
+		bn := b.bins.Load().find(c.bytes)
+		assert.Equal(t, c.block, bn.size, "%d bytes", c.bytes)
+		assert.NotNil(t, bn.fixed.findChunk(x), "%d bytes: a block of the bin of %d", c.bytes, c.block)
+		require.NoError(t, b.Deallocate(DefaultStream, x, c.bytes, 256))
+	}
+	assert.Equal(t, uintptr(128*1024), up.sizes[4], "the 1 KiB bin fetched its first chunk")
+
+	n := len(up.sizes)
+	require.NoError(t, b.AddBin(2048, nil))
+	assert.Equal(t, []uintptr{2048, 4096, 8192, 16384}, b.BinSizes())
+	assert.Len(t, up.sizes, n, "the hidden bin became a bin: nothing fetched")
+	mine := newCountingUpstream(t)
+	require.NoError(t, b.AddBin(512, mine))
+	assert.Equal(t, []uintptr{512, 2048, 4096, 8192, 16384}, b.BinSizes())
+	x, err := b.Allocate(DefaultStream, 300, 256)
+	require.NoError(t, err)
+	assert.Contains(t, mine.live, x, "the caller's bin replaced the hidden one")
+	require.NoError(t, b.Deallocate(DefaultStream, x, 300, 256))
+	require.NoError(t, b.Close())
+	assert.Zero(t, up.liveCount(), "Close closes the hidden bins too")
 }

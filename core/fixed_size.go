@@ -82,6 +82,12 @@ func NewFixedSize(upstream Resource, opts FixedSizeOptions) (*FixedSize, error) 
 }
 
 func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*FixedSize, error) {
+	return makeFixedSize(r, upstream, opts, false)
+}
+
+// makeFixedSize is newFixedSize, fetching no chunk before the first
+// request when lazy is set.
+func makeFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions, lazy bool) (*FixedSize, error) {
 	if upstream == nil {
 		return nil, fmt.Errorf("%s: %w: nil upstream resource", kindFixedSize, ErrInvalidArgument)
 	}
@@ -118,6 +124,9 @@ func newFixedSize(r cudart.Runtime, upstream Resource, opts FixedSizeOptions) (*
 	f.shift = -1
 	if addr.IsPow2(bs) {
 		f.shift = bits.TrailingZeros64(uint64(bs))
+	}
+	if lazy {
+		return f, nil
 	}
 	l := f.eng.List(f.eng.Default(), 0)
 	l.Mu.Lock()
@@ -756,7 +765,7 @@ func (f *FixedSize) giveBack(base uintptr) error {
 // grows, and the grower may be the caller), once closed, and for chunks of
 // more than 128 blocks (whose index records are not reused).
 func (f *FixedSize) releaseFree() (bool, error) {
-	if f.perChunk > fixedInlineBlocks || f.closed.Load() || !f.growMu.TryLock() {
+	if f.perChunk > fixedInlineBlocks || f.closed.Load() || f.freeBytes() < f.index.size || !f.growMu.TryLock() {
 		return false, nil
 	}
 	if f.closed.Load() {
