@@ -277,16 +277,22 @@ func TestBinningGivesBackFreeChunks(t *testing.T) {
 	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 32 MiB chunks
 	require.NoError(t, err)
 	bin := b.bins.Load().find(256 << 10).fixed
+	small := b.bins.Load().find(8 << 10).fixed // hidden, chunks of 1 MiB
+	w, err := b.Allocate(DefaultStream, 5000, 256)
+	require.NoError(t, err)
+	require.NoError(t, b.Deallocate(DefaultStream, w, 5000, 256))
 	x, err := b.Allocate(DefaultStream, 200<<10, 256)
 	require.NoError(t, err)
 	require.NoError(t, b.Deallocate(DefaultStream, x, 200<<10, 256))
 	require.Equal(t, uintptr(binChunk), bin.HeldBytes())
+	require.Equal(t, uintptr(1<<20), small.HeldBytes())
 	held := up.liveBytes()
 
 	y, err := b.Allocate(DefaultStream, binChunk, 256) // above the bins: the pool's
 	require.NoError(t, err)
 	assert.Zero(t, bin.HeldBytes(), "the bin gave its free chunk back")
 	assert.Equal(t, held, up.liveBytes(), "the pool served from the chunk the bin gave back")
+	assert.Equal(t, uintptr(1<<20), small.HeldBytes(), "a chunk of 1 MiB stays")
 
 	x, err = b.Allocate(DefaultStream, 200<<10, 256)
 	require.NoError(t, err, "the bin fetches a chunk again")
