@@ -265,3 +265,81 @@ func TestBinningRefusesCyclesConcurrently(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 }
+
+// TestBinningGivesBackFreeChunks: when the upstream pool needs memory, the
+// bins give back their wholly free chunks, and the pool serves from them
+// rather than growing beside them; a bin then fetches a chunk again.
+func TestBinningGivesBackFreeChunks(t *testing.T) {
+	up := newCountingUpstream(t)
+	p, err := NewPool(up, PoolOptions{})
+	require.NoError(t, err)
+	defer p.Close()
+	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 32 MiB chunks
+	require.NoError(t, err)
+	bin := b.bins.Load().find(256 << 10).fixed
+	small := b.bins.Load().find(8 << 10).fixed // hidden, chunks of 1 MiB
+	w, err := b.Allocate(DefaultStream, 5000, 256)
+	require.NoError(t, err)
+	require.NoError(t, b.Deallocate(DefaultStream, w, 5000, 256))
+	x, err := b.Allocate(DefaultStream, 200<<10, 256)
+	require.NoError(t, err)
+	require.NoError(t, b.Deallocate(DefaultStream, x, 200<<10, 256))
+	require.Equal(t, uintptr(binChunk), bin.HeldBytes())
+	require.Equal(t, uintptr(1<<20), small.HeldBytes())
+	held := up.liveBytes()
+
+	y, err := b.Allocate(DefaultStream, binChunk, 256) // above the bins: the pool's
+	require.NoError(t, err)
+	assert.Zero(t, bin.HeldBytes(), "the bin gave its free chunk back")
+	assert.Equal(t, held, up.liveBytes(), "the pool served from the chunk the bin gave back")
+	assert.Equal(t, uintptr(1<<20), small.HeldBytes(), "a chunk of 1 MiB stays")
+
+	x, err = b.Allocate(DefaultStream, 200<<10, 256)
+	require.NoError(t, err, "the bin fetches a chunk again")
+	assert.Equal(t, uintptr(binChunk), bin.HeldBytes())
+	z, err := b.Allocate(DefaultStream, binChunk, 256)
+	require.NoError(t, err)
+	assert.Equal(t, uintptr(binChunk), bin.HeldBytes(), "a chunk with a live block stays")
+	for _, a := range []struct{ p, n uintptr }{{x, 200 << 10}, {y, binChunk}, {z, binChunk}} {
+		require.NoError(t, b.Deallocate(DefaultStream, a.p, a.n, 256))
+	}
+	require.NoError(t, b.Close())
+	require.NoError(t, p.Close())
+	assert.Zero(t, up.liveCount())
+}
+
+// TestBinningHiddenBins: NewBinning makes hidden bins for the powers of two
+// from 256 bytes up to half its smallest bin, which fetch nothing before
+// their first request: a request far below the smallest bin takes a block
+// of its own power of two, not one of the smallest bin. AddBin of a hidden
+// size makes it a bin like the others, or replaces it with the caller's.
+func TestBinningHiddenBins(t *testing.T) {
+	up := newCountingUpstream(t)
+	b, err := NewBinning(up, 12, 14)
+	require.NoError(t, err)
+	assert.Equal(t, []uintptr{4096, 8192, 16384}, b.BinSizes())
+	assert.Equal(t, []uintptr{128 * 4096, 128 * 8192, 128 * 16384}, up.sizes, "the hidden bins fetch nothing yet")
+	for _, c := range []struct{ bytes, block uintptr }{{1, 256}, {1000, 1024}, {2048, 2048}, {2049, 4096}, {5000, 8192}} {
+		x, err := b.Allocate(DefaultStream, c.bytes, 256)
+		require.NoError(t, err)
+		bn := b.bins.Load().find(c.bytes)
+		assert.Equal(t, c.block, bn.size, "%d bytes", c.bytes)
+		assert.NotNil(t, bn.fixed.findChunk(x), "%d bytes: a block of the bin of %d", c.bytes, c.block)
+		require.NoError(t, b.Deallocate(DefaultStream, x, c.bytes, 256))
+	}
+	assert.Equal(t, uintptr(128*1024), up.sizes[4], "the 1 KiB bin fetched its first chunk")
+
+	n := len(up.sizes)
+	require.NoError(t, b.AddBin(2048, nil))
+	assert.Equal(t, []uintptr{2048, 4096, 8192, 16384}, b.BinSizes())
+	assert.Len(t, up.sizes, n, "the hidden bin became a bin: nothing fetched")
+	mine := newCountingUpstream(t)
+	require.NoError(t, b.AddBin(512, mine))
+	assert.Equal(t, []uintptr{512, 2048, 4096, 8192, 16384}, b.BinSizes())
+	x, err := b.Allocate(DefaultStream, 300, 256)
+	require.NoError(t, err)
+	assert.Contains(t, mine.live, x, "the caller's bin replaced the hidden one")
+	require.NoError(t, b.Deallocate(DefaultStream, x, 300, 256))
+	require.NoError(t, b.Close())
+	assert.Zero(t, up.liveCount(), "Close closes the hidden bins too")
+}

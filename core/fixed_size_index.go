@@ -170,6 +170,22 @@ func (x *fixedIndex) add(base uintptr, id int32, words int) *fixedChunk {
 	return c
 }
 
+// remove takes c's record out of the index, so that a lookup of its
+// addresses finds nothing and a chunk added later may start in its
+// granule; the caller serializes adds and removes. The record itself stays
+// as it is until an add reuses the slot: c must have an inline bitmap
+// (at most fixedInlineBlocks blocks), which an add sets to the same slice.
+func (x *fixedIndex) remove(c *fixedChunk) {
+	gr0 := c.base >> x.g
+	d := x.dirs.Load()
+	s := d.slot(gr0)
+	s.word.Store(s.word.Load() &^ fixedStartMask)
+	for gr := gr0 + 1; gr <= (c.base+x.size-1)>>x.g; gr++ {
+		t := d.slot(gr)
+		t.word.Store(t.word.Load() & fixedStartMask)
+	}
+}
+
 // makeSlot returns granule gr's slot, making its directory if need be; the
 // caller serializes adds.
 func (x *fixedIndex) makeSlot(gr uintptr) *fixedSlot {
@@ -202,5 +218,8 @@ type fixedChunk struct {
 	base   uintptr
 	used   []atomic.Uint64 // inline[:n], or its own array for larger chunks
 	id     int32
-	inline [2]atomic.Uint64
+	inline [fixedInlineBlocks / 64]atomic.Uint64
 }
+
+// fixedInlineBlocks is the most blocks of a chunk whose bitmap is inline.
+const fixedInlineBlocks = 128

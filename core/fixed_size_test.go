@@ -255,3 +255,193 @@ func TestFixedSizeRacingFrees(t *testing.T) {
 		})
 	}
 }
+
+// TestFixedSizeSettlesFreedBlocks: a stream that frees a block of 1 MiB or
+// more (or 1 MiB of smaller ones) while other streams share the resource
+// records its event at once, so that another stream takes the block rather
+// than growing (each stream kept its peak to itself, TestSoakStreams).
+func TestFixedSizeSettlesFreedBlocks(t *testing.T) {
+	r := testRuntime(t)
+	for _, c := range []struct {
+		block uintptr
+		frees int // blocks freed by a before b asks
+	}{{1 << 20, 1}, {256 << 10, 4}} {
+		t.Run(fmt.Sprint(c.block), func(t *testing.T) {
+			up := newCountingUpstream(t)
+			f := oneShard(t, func() (*FixedSize, error) {
+				return NewFixedSize(up, FixedSizeOptions{BlockSize: c.block, BlocksToPreallocate: c.frees})
+			})
+			defer f.Close()
+			a, b := newStream(t, r), newStream(t, r)
+			var xs []uintptr
+			for range c.frees {
+				x, err := f.Allocate(a, c.block, 256) // the first chunk's blocks
+				require.NoError(t, err)
+				xs = append(xs, x)
+			}
+			var ys []uintptr
+			for range c.frees {
+				y, err := f.Allocate(b, c.block, 256) // a second chunk's blocks
+				require.NoError(t, err)
+				ys = append(ys, y)
+			}
+			require.Len(t, up.sizes, 2)
+			for _, x := range xs {
+				require.NoError(t, f.Deallocate(a, x, c.block, 256))
+			}
+			z, err := f.Allocate(b, c.block, 256)
+			require.NoError(t, err)
+			assert.Len(t, up.sizes, 2, "b took a block a freed, without growing")
+			assert.Contains(t, xs, z)
+			for _, y := range append(ys, z) {
+				require.NoError(t, f.Deallocate(b, y, c.block, 256))
+			}
+		})
+	}
+}
+
+// TestFixedSizeReleaseFree: releaseFree gives back the chunks whose every
+// block is free (on any stream), keeps those with a block in use, and the
+// resource goes on: a block of a chunk given back is no longer live, new
+// chunks (at the same addresses, with the same ids) serve as before.
+func TestFixedSizeReleaseFree(t *testing.T) {
+	r := testRuntime(t)
+	up := newCountingUpstream(t)
+	f := oneShard(t, func() (*FixedSize, error) {
+		return NewFixedSize(up, FixedSizeOptions{BlockSize: 4096, BlocksToPreallocate: 2})
+	})
+	s := newStream(t, r)
+	var xs []uintptr
+	for range 6 { // three chunks: xs[0:2], xs[2:4], xs[4:6]
+		x, err := f.Allocate(DefaultStream, 4096, 256)
+		require.NoError(t, err)
+		xs = append(xs, x)
+	}
+	require.Equal(t, 3, up.liveCount())
+	require.NoError(t, f.Deallocate(DefaultStream, xs[0], 4096, 256))
+	require.NoError(t, f.Deallocate(DefaultStream, xs[1], 4096, 256))
+	require.NoError(t, f.Deallocate(DefaultStream, xs[2], 4096, 256)) // xs[3] stays live
+	require.NoError(t, f.Deallocate(s, xs[4], 4096, 256))
+	require.NoError(t, f.Deallocate(s, xs[5], 4096, 256))
+	gave, err := f.releaseFree()
+	require.NoError(t, err)
+	assert.True(t, gave)
+	assert.Equal(t, 1, up.liveCount(), "the two wholly free chunks went back")
+	assert.Equal(t, uintptr(2*4096), f.HeldBytes())
+	assert.Zero(t, f.freeBytes()-4096, "the kept chunk's free block is still listed")
+	requireIs(t, f.Deallocate(DefaultStream, xs[0], 4096, 256), ErrInvalidPointer, "a block of a chunk given back")
+	gave, err = f.releaseFree()
+	require.NoError(t, err)
+	assert.False(t, gave, "nothing wholly free")
+
+	seen := map[uintptr]bool{xs[3]: true}
+	var ys []uintptr
+	for range 5 {
+		y, err := f.Allocate(DefaultStream, 4096, 256)
+		require.NoError(t, err)
+		require.False(t, seen[y], "%#x handed out twice", y)
+		seen[y] = true
+		ys = append(ys, y)
+	}
+	assert.Equal(t, 3, up.liveCount())
+	for _, y := range append(ys, xs[3]) {
+		require.NoError(t, f.Deallocate(DefaultStream, y, 4096, 256))
+	}
+	require.NoError(t, f.Close())
+	assert.Zero(t, up.liveCount())
+}
+
+// TestFixedSizeReleaseRacing: goroutines on their own streams allocate and
+// free while another gives wholly free chunks back, again and again: no
+// block is handed out twice, none is lost, and every chunk returns at
+// Close.
+func TestFixedSizeReleaseRacing(t *testing.T) {
+	r := testRuntime(t)
+	up := newCountingUpstream(t)
+	f, err := NewFixedSize(up, FixedSizeOptions{BlockSize: 4096, BlocksToPreallocate: 4})
+	require.NoError(t, err)
+	const workers = 6
+	var (
+		mu       sync.Mutex
+		live     = map[uintptr]bool{}
+		wg       sync.WaitGroup
+		stop     = make(chan struct{})
+		released int
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			gave, err := f.releaseFree()
+			if err != nil {
+				t.Errorf("releaseFree: %v", err)
+				return
+			}
+			if gave {
+				released++
+			}
+		}
+	}()
+	var workersWG sync.WaitGroup
+	for w := range workers {
+		s := newStream(t, r)
+		workersWG.Add(1)
+		go func() {
+			defer workersWG.Done()
+			var mine []uintptr
+			for i := range raceScale(3000) {
+				if len(mine) > 0 && ((i+w*7)/40)%2 == 1 { // phases: take up to 40 blocks, give them back
+					p := mine[len(mine)-1]
+					mine = mine[:len(mine)-1]
+					mu.Lock()
+					delete(live, p)
+					mu.Unlock()
+					if err := f.Deallocate(s, p, 4096, 256); err != nil {
+						t.Errorf("deallocate: %v", err)
+						return
+					}
+					continue
+				}
+				p, err := f.Allocate(s, 4096, 256)
+				if err != nil {
+					t.Errorf("allocate: %v", err)
+					return
+				}
+				mu.Lock()
+				twice := live[p]
+				live[p] = true
+				mu.Unlock()
+				if twice {
+					t.Errorf("%#x handed out twice", p)
+					return
+				}
+				mine = append(mine, p)
+			}
+			for _, p := range mine {
+				mu.Lock()
+				delete(live, p)
+				mu.Unlock()
+				if err := f.Deallocate(s, p, 4096, 256); err != nil {
+					t.Errorf("deallocate: %v", err)
+				}
+			}
+		}()
+	}
+	workersWG.Wait()
+	close(stop)
+	wg.Wait()
+	t.Logf("%d releases", released)
+	require.NoError(t, r.DeviceSynchronize())
+	gave, err := f.releaseFree()
+	require.NoError(t, err)
+	_ = gave
+	assert.Zero(t, f.HeldBytes(), "every block free: every chunk given back")
+	assert.Zero(t, up.liveCount())
+	require.NoError(t, f.Close())
+	assert.Zero(t, up.liveCount())
+}

@@ -635,9 +635,14 @@ func FuzzBinning(f *testing.F) {
 				return fuzzSubject{}, errors.Join(err, pool.Close())
 			}
 			maxBin := uintptr(1) << maxExp
+			// sizes are the bins, the hidden ones below 2^minExp too.
+			var sizes []uintptr
+			for _, bn := range b.bins.Load().bins {
+				sizes = append(sizes, bn.size)
+			}
 			// binOf is the bin a size goes to; 0 past the last bin (the pool).
 			binOf := func(n uintptr) uintptr {
-				for _, s := range b.BinSizes() {
+				for _, s := range sizes {
 					if n <= s {
 						return s
 					}
@@ -652,7 +657,7 @@ func FuzzBinning(f *testing.F) {
 						return sizeClass256(n, pick)
 					}
 					lo := uintptr(1)
-					for _, s := range b.BinSizes() {
+					for _, s := range sizes {
 						if s < bin {
 							lo = s + 1
 						}
