@@ -80,7 +80,11 @@ type PoolOptions struct {
 // own locks; when no list holds a fitting block but the ordered ones
 // together could, they are merged and coalesced before the pool grows (and
 // all of them after a synchronization, with a maximum size), so two streams
-// cannot fragment it into running out of memory.
+// cannot fragment it into running out of memory. When the pool gives wholly
+// free chunks back before growing, their device synchronization orders
+// everything freed before it, which the request then looks through before
+// the pool grows (with 16 streams most free memory waits in other streams'
+// lists at any time).
 //
 // A Pool is safe for concurrent use. Use it with the device current that was
 // current when it was made.
@@ -154,8 +158,10 @@ func newPool(r cudart.Runtime, upstream Resource, opts PoolOptions) (*Pool, erro
 	p.h.EnableFront()
 	p.h.SetReclaim(p.caches.reclaim, p.caches.futile)
 	p.h.SetTrim(p.giveBack)
+	p.h.SetTrimSettles(true)
 	p.big.Init(kindPool, r, p.growFor(&p.big, &p.h), false)
 	p.big.SetTrim(p.giveBack)
+	p.big.SetTrimSettles(true)
 	if initial > 0 {
 		ptr, err := takeChunk(kindPool, upstream, DefaultStream, initial)
 		if err != nil {

@@ -233,12 +233,22 @@ func (h *Heap) allocateSlow(s cudart.Stream, sl *streamorder.Lists[freeList], ow
 		// growing (once a call), so that the heap does not hold free
 		// memory it cannot use on top of the new chunk. (Memory other
 		// streams freed and did not settle does not count: waiting for it
-		// is not this stream's business.)
+		// is not this stream's business; but giving back synchronizes the
+		// device, after which it is everyone's: with trimSettles, look
+		// again before growing.)
 		if !trimmed && h.trim != nil && h.usableBy(st) >= blk {
 			trimmed = true
 			if spans := h.ReleaseChunks(false); len(spans) != 0 {
+				var ms []streamorder.SyncMark[freeList]
+				if h.trimSettles {
+					ms = h.eng.SyncMarks() // before trim synchronizes
+				}
 				if err := h.trim(spans); err != nil {
 					return 0, err
+				}
+				if h.trimSettles {
+					h.eng.ApplySync(ms)
+					continue
 				}
 			}
 		}
