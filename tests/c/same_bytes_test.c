@@ -562,7 +562,10 @@ static void teardown(void) {
   if (free_after != free_before) {
     printf("device memory free: %zu bytes before the tests, %zu after\n", free_before, free_after);
   }
-  EXPECT(free_after == free_before);
+  /* Exact on the simulated device. On a GPU the driver may give back
+   * memory of its own meanwhile (Run 28: 94 MiB more free after than
+   * before), so a loss is what fails there. */
+  EXPECT(test_simulated() ? free_after == free_before : free_after >= free_before);
 }
 
 static const test_case tests[] = {
