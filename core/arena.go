@@ -534,19 +534,8 @@ func (a *Arena) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 // deallocateUnclaimed is Deallocate without the claim of a cache in front
 // (DeallocateBatch: the cache's own give-back).
 func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	if err := subFreeRefused(kindArena, ptr, bytes, alignment); err != nil {
+	if done, err := subFreeChecked(kindArena, a, ptr, bytes, alignment); done {
 		return err
-	}
-	if err := lentHere(kindArena, a, ptr); err != nil {
-		return err // a chunk another sub-allocator holds (lent_blocks.go)
-	}
-	if !subRequestOK(bytes, alignment) {
-		if err := rejectRequest(kindArena, bytes, alignment); err != nil {
-			return err
-		}
 	}
 	if a.closed.Load() {
 		return errClosed(kindArena)

@@ -119,6 +119,29 @@ func subFreeRefused(kind string, ptr, bytes, alignment uintptr) error {
 	return nil
 }
 
+// subFreeChecked makes the checks every sub-allocator's deallocation makes
+// before it looks at its own state, in order: ptr 0 is a no-op, a free
+// subFreeRefused refuses, a chunk another sub-allocator holds (lentHere),
+// a size or alignment no allocation of self could have had. done reports
+// that the deallocation ends here, with err (nil for ptr 0).
+func subFreeChecked(kind string, self Resource, ptr, bytes, alignment uintptr) (done bool, err error) {
+	if ptr == 0 {
+		return true, nil
+	}
+	if err := subFreeRefused(kind, ptr, bytes, alignment); err != nil {
+		return true, err
+	}
+	if err := lentHere(kind, self, ptr); err != nil {
+		return true, err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kind, bytes, alignment); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
 // cudaFree frees ptr, handed out with bytes by a resource of kind whose
 // allocations table t records, with cudaFree: only when t's record matches
 // (see live_table.go), and putting the record back when cudaFree fails.

@@ -610,19 +610,8 @@ func (e *Expandable) Deallocate(stream Stream, ptr, bytes, alignment uintptr) er
 // deallocateUnclaimed is Deallocate without the claim of a cache in front
 // (DeallocateBatch: the cache's own give-back).
 func (e *Expandable) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	if err := subFreeRefused(kindExpandable, ptr, bytes, alignment); err != nil {
+	if done, err := subFreeChecked(kindExpandable, e, ptr, bytes, alignment); done {
 		return err
-	}
-	if err := lentHere(kindExpandable, e, ptr); err != nil {
-		return err // a chunk another sub-allocator holds (lent_blocks.go)
-	}
-	if !subRequestOK(bytes, alignment) {
-		if err := rejectRequest(kindExpandable, bytes, alignment); err != nil {
-			return err
-		}
 	}
 	if e.closed.Load() {
 		return errClosed(kindExpandable)

@@ -558,19 +558,8 @@ func (f *FixedSize) Deallocate(stream Stream, ptr, bytes, alignment uintptr) err
 // deallocateUnclaimed is Deallocate without the claim of a cache in front
 // (DeallocateBatch: the cache's own give-back).
 func (f *FixedSize) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	if err := subFreeRefused(kindFixedSize, ptr, bytes, alignment); err != nil {
+	if done, err := subFreeChecked(kindFixedSize, f, ptr, bytes, alignment); done {
 		return err
-	}
-	if err := lentHere(kindFixedSize, f, ptr); err != nil {
-		return err // a chunk another sub-allocator holds (lent_blocks.go)
-	}
-	if !subRequestOK(bytes, alignment) {
-		if err := rejectRequest(kindFixedSize, bytes, alignment); err != nil {
-			return err
-		}
 	}
 	if bytes > f.blockSize {
 		return fmt.Errorf("%s: %w: deallocating %d bytes at %#x, more than a block (%d bytes)", kindFixedSize, ErrInvalidArgument, bytes, ptr, f.blockSize)

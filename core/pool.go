@@ -429,19 +429,8 @@ func (p *Pool) Deallocate(stream Stream, ptr, bytes, alignment uintptr) error {
 // deallocateUnclaimed is Deallocate without the claim of a cache in front
 // (DeallocateBatch: the cache's own give-back).
 func (p *Pool) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr) error {
-	if ptr == 0 {
-		return nil
-	}
-	if err := subFreeRefused(kindPool, ptr, bytes, alignment); err != nil {
+	if done, err := subFreeChecked(kindPool, p, ptr, bytes, alignment); done {
 		return err
-	}
-	if err := lentHere(kindPool, p, ptr); err != nil {
-		return err // a chunk another sub-allocator holds (lent_blocks.go)
-	}
-	if !subRequestOK(bytes, alignment) {
-		if err := rejectRequest(kindPool, bytes, alignment); err != nil {
-			return err
-		}
 	}
 	if p.closed.Load() {
 		return errClosed(kindPool)
