@@ -434,22 +434,8 @@ func (b *Binning) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintp
 			return r.Deallocate(stream, ptr, 0, alignment)
 		}
 	}
-	if ptr == 0 {
-		return nil
-	}
-	if bytes == 0 || !freeAlignmentOK(alignment) {
-		return subFreeRefused(kindBinning, ptr, bytes, alignment)
-	}
-	if err := lentHere(kindBinning, b, ptr); err != nil {
-		return err // a chunk another sub-allocator holds (lent_blocks.go)
-	}
-	if !subRequestOK(bytes, alignment) {
-		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
-			return err
-		}
-	}
-	if b.closed.Load() {
-		return errClosed(kindBinning)
+	if done, err := b.freeChecked(ptr, bytes, alignment); done {
+		return err
 	}
 	bn := b.bins.Load().find(bytes)
 	if bn == nil {
@@ -462,6 +448,32 @@ func (b *Binning) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintp
 		return bn.fixed.deallocate(stream, ptr)
 	}
 	return bn.r.Deallocate(stream, ptr, bytes, alignment)
+}
+
+// freeChecked makes the checks both of the binning's deallocations make
+// before they route by size, as subFreeChecked does for the other
+// sub-allocators, and reports whether the deallocation ends here (with
+// err, nil for ptr 0). A pointer's 256-byte alignment is the bin's to
+// check: an upstream or a caller's bin may hand out others.
+func (b *Binning) freeChecked(ptr, bytes, alignment uintptr) (done bool, err error) {
+	if ptr == 0 {
+		return true, nil
+	}
+	if bytes == 0 || !freeAlignmentOK(alignment) {
+		return true, subFreeRefused(kindBinning, ptr, bytes, alignment)
+	}
+	if err := lentHere(kindBinning, b, ptr); err != nil {
+		return true, err // a chunk another sub-allocator holds (lent_blocks.go)
+	}
+	if !subRequestOK(bytes, alignment) {
+		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
+			return true, err
+		}
+	}
+	if b.closed.Load() {
+		return true, errClosed(kindBinning)
+	}
+	return false, nil
 }
 
 // AllocateSync is the bin's (or the upstream's) AllocateSync.
@@ -489,22 +501,8 @@ func (b *Binning) DeallocateSync(ptr, bytes, alignment uintptr) error {
 			return r.DeallocateSync(ptr, 0, alignment)
 		}
 	}
-	if ptr == 0 {
-		return nil
-	}
-	if bytes == 0 || !freeAlignmentOK(alignment) {
-		return subFreeRefused(kindBinning, ptr, bytes, alignment)
-	}
-	if err := lentHere(kindBinning, b, ptr); err != nil {
-		return err // a chunk another sub-allocator holds (lent_blocks.go)
-	}
-	if !subRequestOK(bytes, alignment) {
-		if err := rejectRequest(kindBinning, bytes, alignment); err != nil {
-			return err
-		}
-	}
-	if b.closed.Load() {
-		return errClosed(kindBinning)
+	if done, err := b.freeChecked(ptr, bytes, alignment); done {
+		return err
 	}
 	if fc := b.own.claimer(); fc != nil {
 		return claimedFree(b, fc, ptr, bytes, func(n uintptr) error { return b.target(n).DeallocateSync(ptr, n, alignment) })
