@@ -562,38 +562,6 @@ func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr
 		if l == nil {
 			return closedOr(&a.closed, kindArena, fmt.Errorf("%s: %w: %#x is not a live allocation (deallocated already?)", kindArena, ErrInvalidPointer, ptr))
 		}
-		if l.St == sl.St {
-			l.Mu.Lock()
-			if sb.owner.Load() != l {
-				l.Mu.Unlock()
-				continue
-			}
-			if !sb.valid(i, u) {
-				l.Mu.Unlock()
-				return a.badFree(ptr, size)
-			}
-			setBits(sb.startMap(), i, 1, false)
-			l.released(sb, sb.release(i, u))
-			l.Free.Add(size)
-			var give bool
-			if sb.free == superblockUnits {
-				if l.empty > 0 {
-					l.empty++
-					l.disown(sb)
-					a.windows[(sb.base-a.base)/superblockSize].Store(nil)
-					give = true
-				} else {
-					l.empty++
-				}
-			}
-			l.Mu.Unlock()
-			a.eng.MaybeSettle(sl, stream)
-			if give {
-				return closedOr(&a.closed, kindArena, a.global.Deallocate(stream, sb.base, superblockSize))
-			}
-			return nil
-		}
-		// Freed on another stream than the arena's: queue it there.
 		l.Mu.Lock()
 		if sb.owner.Load() != l {
 			l.Mu.Unlock()
@@ -603,15 +571,38 @@ func (a *Arena) deallocateUnclaimed(stream Stream, ptr, bytes, alignment uintptr
 			l.Mu.Unlock()
 			return a.badFree(ptr, size)
 		}
-		setBits(sb.pendingMap(), i, 1, true)
-		l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.St, seq: sl.St.Epoch.Load()})
-		// The freeing stream must outlive the entry: the sweep would forget
-		// it (destroying the event drain waits on) once its own lists are
-		// empty. Dropped when drain takes the entry.
-		sl.St.Inflight.Add(1)
+		if l.St != sl.St {
+			// Freed on another stream than the arena's: queue it there.
+			setBits(sb.pendingMap(), i, 1, true)
+			l.remote = append(l.remote, remoteFree{ptr: ptr, units: u, st: sl.St, seq: sl.St.Epoch.Load()})
+			// The freeing stream must outlive the entry: the sweep would forget
+			// it (destroying the event drain waits on) once its own lists are
+			// empty. Dropped when drain takes the entry.
+			sl.St.Inflight.Add(1)
+			l.Mu.Unlock()
+			// A record made now covers this free too.
+			a.eng.MaybeSettle(sl, stream)
+			return nil
+		}
+		setBits(sb.startMap(), i, 1, false)
+		l.released(sb, sb.release(i, u))
+		l.Free.Add(size)
+		var give bool
+		if sb.free == superblockUnits {
+			if l.empty > 0 {
+				l.empty++
+				l.disown(sb)
+				a.windows[(sb.base-a.base)/superblockSize].Store(nil)
+				give = true
+			} else {
+				l.empty++
+			}
+		}
 		l.Mu.Unlock()
-		// A record made now covers this free too.
 		a.eng.MaybeSettle(sl, stream)
+		if give {
+			return closedOr(&a.closed, kindArena, a.global.Deallocate(stream, sb.base, superblockSize))
+		}
 		return nil
 	}
 }
