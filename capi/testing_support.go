@@ -163,10 +163,10 @@ func cInt(v int) C.int { return C.int(v) }
 
 // cClassOf and cClassSize are the C cache's tc_class_of and tc_class_size;
 // cClassTable is RMMGO_CLASS_SIZES (cabi_generated.h) at c.
-func cClassOf(n uintptr) int     { return int(C.rmmgo_test_class_of(C.size_t(n))) }
-func cClassSize(c int) uintptr   { return uintptr(C.rmmgo_test_class_size(C.int(c))) }
-func cClassTable(c int) uintptr  { return uintptr(C.rmmgo_test_class_sizes_at(C.int(c))) }
-func cClasses() int              { return int(C.RMMGO_CLASSES) }
+func cClassOf(n uintptr) int    { return int(C.rmmgo_test_class_of(C.size_t(n))) }
+func cClassSize(c int) uintptr  { return uintptr(C.rmmgo_test_class_size(C.int(c))) }
+func cClassTable(c int) uintptr { return uintptr(C.rmmgo_test_class_sizes_at(C.int(c))) }
+func cClasses() int             { return int(C.RMMGO_CLASSES) }
 func cFairShare(shared uintptr, holders int64, quantum uintptr) uintptr {
 	return uintptr(C.rmmgo_test_fair_share(C.size_t(shared), C.int64_t(holders), C.size_t(quantum)))
 }
