@@ -1,17 +1,8 @@
 """python/bench/placement_sim.py's placement model on small hand-made logs."""
 
-import importlib.util
-import os
+import benchscript
 
-import pytest
-
-_src = os.environ.get("RMMGO_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-_path = os.path.join(_src, "python", "bench", "placement_sim.py")
-if not os.path.exists(_path):
-    pytest.skip("python/bench/placement_sim.py is not here (set RMMGO_SOURCE_DIR)", allow_module_level=True)
-_spec = importlib.util.spec_from_file_location("placement_sim", _path)
-ps = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ps)
+ps = benchscript.load("placement_sim.py", "placement_sim")
 
 MiB = 1 << 20
 

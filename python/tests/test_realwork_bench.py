@@ -3,21 +3,16 @@ argument parsing, the table, paired times, the max-batch search, and the
 subprocess protocol (its hidden "selftest" workload). Cheap: three short
 subprocesses."""
 
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-_src = os.environ.get("RMMGO_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-_path = os.path.join(_src, "python", "bench", "realwork", "run.py")
-if not os.path.exists(_path):
-    pytest.skip("python/bench/realwork/run.py is not here (set RMMGO_SOURCE_DIR)", allow_module_level=True)
-_spec = importlib.util.spec_from_file_location("realwork_run", _path)
-rw = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rw)
+import benchscript
+
+rw = benchscript.load("realwork/run.py", "realwork_run")
+_path = rw.__file__
 
 
 def test_parse_args():

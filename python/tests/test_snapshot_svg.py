@@ -2,21 +2,15 @@
 whatever device the tests use) as SVG: one bar per segment, a rectangle per
 block, live ones coloured, and the live-bytes line of the trace."""
 
-import importlib.util
-import os
 import xml.etree.ElementTree as ET
 
 import pytest
 
+import benchscript
+
 import rmmgo as rmm
 
-_src = os.environ.get("RMMGO_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-_path = os.path.join(_src, "python", "bench", "snapshot_svg.py")
-if not os.path.exists(_path):
-    pytest.skip("python/bench/snapshot_svg.py is not here (set RMMGO_SOURCE_DIR)", allow_module_level=True)
-_spec = importlib.util.spec_from_file_location("snapshot_svg", _path)
-svg = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(svg)
+svg = benchscript.load("snapshot_svg.py", "snapshot_svg")
 
 MiB = 1 << 20
 NS = "{http://www.w3.org/2000/svg}"
