@@ -22,6 +22,11 @@ import (
 // seconds in make test, minutes when asked (-soak 5m, the GPU bundle).
 var soakDuration = flag.Duration("soak", 0, "TestSoakStreams: how long each resource runs (0: 2s, 0.5s under the race detector or -short)")
 
+// soakShare is the part of the device's free memory that the soak's
+// limiting adaptor allows: a half alone; less where several soaks share
+// one GPU (the GPU bundle runs two resources per device at once).
+var soakShare = flag.Float64("soak-share", 0.5, "TestSoakStreams: the limit as a part of the device's free memory")
+
 // soakResources are the resources of the soak, each under a limiting
 // adaptor. make returns the resource, what it holds from the device now
 // (a counting view of the device below it, or the memory it maps) and its
@@ -67,8 +72,8 @@ var soakResources = []struct {
 
 // TestSoakStreams: 16 goroutines, each on a stream of its own, allocate
 // and free random sizes (mostly small, some up to 64 MiB) for a while,
-// together holding up to a quarter of the device's memory, under a
-// limiting adaptor of half of it. It measures what each resource holds
+// together holding up to half the limit of a limiting adaptor over it (the
+// limit: half of the device's free memory, or -soak-share of it). It measures what each resource holds
 // over the peak live bytes (goal: 2x), whether that keeps growing (the
 // most held in the first half against the most in the last quarter), and
 // the requests that failed while the limit had room.
@@ -92,7 +97,8 @@ func TestSoakStreams(t *testing.T) {
 	require.NoError(t, err)
 	free, _, err := r0.MemGetInfo()
 	require.NoError(t, err)
-	limit := uintptr(free/2) &^ 255
+	require.True(t, *soakShare > 0 && *soakShare <= 1, "-soak-share %v: want a part in (0, 1]", *soakShare)
+	limit := uintptr(float64(free)**soakShare) &^ 255
 	for _, sr := range soakResources {
 		if !long && sr.bound == 0 {
 			continue
