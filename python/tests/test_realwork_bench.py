@@ -94,3 +94,20 @@ def test_repeat_interleaves_cases(tmp_path):
     res = json.loads((out / "results.json").read_text())["records"]
     assert [(r["allocator"], r["round"]) for r in res] == [("torch", 0), ("rmm-pool", 0), ("torch", 1), ("rmm-pool", 1)]
     assert "2 rounds" in (out / "table.md").read_text()
+
+
+def test_direct_async_control_builds(tmp_path):
+    """The torch-pluggable-async control: a torch allocator name, built once
+    per output directory, exporting the two functions PyTorch loads."""
+    import ctypes
+    import shutil
+
+    assert "torch-pluggable-async" in rw.TORCH_ALLOCATORS
+    assert rw.applies("gpt2-train", "torch-pluggable-async") and not rw.applies("cupy-pipeline", "torch-pluggable-async")
+    if shutil.which("c++") is None:
+        pytest.skip("no C++ compiler here")
+    lib = rw.build_direct_async(str(tmp_path))
+    mtime = (tmp_path / "direct_async.so").stat().st_mtime_ns
+    assert rw.build_direct_async(str(tmp_path)) == lib and (tmp_path / "direct_async.so").stat().st_mtime_ns == mtime
+    so = ctypes.CDLL(lib)
+    assert so.direct_async_allocate and so.direct_async_deallocate

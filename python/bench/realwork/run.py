@@ -21,6 +21,10 @@ Allocators:
   torch           PyTorch's caching allocator (the baseline of torch workloads)
   torch-expandable  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   torch-async     PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+  torch-pluggable-async  a control: PyTorch's pluggable-allocator path to
+                  cudaMallocAsync and nothing else (direct_async.cpp, built
+                  here with c++): what that path costs by itself, under
+                  every rmm-* case (no peak live or reserved: device used)
   cupy            CuPy's MemoryPool (the baseline of cupy-pipeline)
   rmm-pool        rmmgo pool from 1 GiB (how bench/traces were recorded)
   rmm-pool0       rmmgo pool grown on demand from nothing
@@ -64,7 +68,7 @@ import sys
 import time
 
 WORKLOADS = ["gpt2-train", "resnet50-train", "gpt2-generate", "cupy-pipeline"]
-TORCH_ALLOCATORS = ["torch", "torch-expandable", "torch-async"]
+TORCH_ALLOCATORS = ["torch", "torch-expandable", "torch-async", "torch-pluggable-async"]
 RMM_ALLOCATORS = ["rmm-pool", "rmm-pool0", "rmm-binning", "rmm-expandable", "rmm-expandable0", "rmm-async", "rmm-arena"]
 ALLOCATORS = TORCH_ALLOCATORS + ["cupy"] + RMM_ALLOCATORS
 # The default and --quick sets (the full list with --allocators all).
@@ -508,6 +512,9 @@ def run_worker(a, rec):
             if rmm_torch_allocator is None:
                 raise RuntimeError("rmmgo's PyTorch allocator is unavailable: %s" % torch_allocator_error)
             torch.cuda.memory.change_current_allocator(rmm_torch_allocator)
+        elif alloc == "torch-pluggable-async":
+            torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(
+                build_direct_async(os.path.dirname(os.path.abspath(a.worker))), "direct_async_allocate", "direct_async_deallocate"))
         torch.cuda.set_device(0)
         free0, total = torch.cuda.mem_get_info()  # the context exists now; nothing allocated yet
         sync = torch.cuda.synchronize
@@ -556,13 +563,25 @@ def run_worker(a, rec):
         rec["peak_live"] = counter.peak
         rec["peak_reserved"] = counter.peak_total
         rec["reserved_source"] = "cupy MemoryPool.total_bytes (peak)"
-    else:
+    elif alloc != "torch-pluggable-async":  # PyTorch keeps no statistics for a pluggable allocator
         rec["peak_live"] = torch.cuda.max_memory_allocated()
         rec["peak_reserved"] = torch.cuda.max_memory_reserved()
         rec["reserved_source"] = "torch.cuda.max_memory_reserved"
     if rec.get("peak_reserved") is None:
         rec["peak_reserved"] = device_used
         rec["reserved_source"] = "device used"
+
+
+def build_direct_async(out):
+    """Builds the torch-pluggable-async control (direct_async.cpp) into out,
+    once per run; returns the library's path."""
+    lib = os.path.join(out, "direct_async.so")
+    if not os.path.exists(lib):
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "direct_async.cpp")
+        cxx = os.environ.get("CXX", "c++")
+        subprocess.run([cxx, "-O2", "-shared", "-fPIC", "-o", lib + ".tmp", src, "-ldl"], check=True)
+        os.replace(lib + ".tmp", lib)
+    return lib
 
 
 def make_workload(w, rng, batch=None):
