@@ -110,6 +110,11 @@ func TestSoakStreams(t *testing.T) {
 			require.NoError(t, err)
 			res := runSoak(t, r0, lim, reserved, limit, d)
 			t.Logf("%s: %s", sr.name, res)
+			if e, ok := r.(*Expandable); ok {
+				// Each give-back is a device synchronization and unmapping,
+				// each growth a mapping: what costs time on a GPU.
+				t.Logf("%s: %d growths, %d give-backs", sr.name, e.growths.Load(), e.releases.Load())
+			}
 			if long {
 				return
 			}
