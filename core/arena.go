@@ -309,6 +309,10 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 	}
 }
 
+// arenaAfterReclaim, when set (by tests), runs between a large request's
+// reclaim and its retry.
+var arenaAfterReclaim func()
+
 // maxReclaims bounds the reclaims one allocation makes while each frees
 // something that other allocations then take first.
 const maxReclaims = 4
@@ -408,6 +412,9 @@ func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
 		a.quiesce()
 		_, rerr := a.reclaim(nil, 0)
 		if rerr == nil {
+			if arenaAfterReclaim != nil {
+				arenaAfterReclaim()
+			}
 			p, err = a.global.Allocate(s, size)
 		}
 		a.unquiesce()
