@@ -55,7 +55,11 @@ var soakResources = []struct {
 		require.NoError(tb, err)
 		return b, up.current, func() { _ = b.Close(); _ = p.Close() }
 	}},
-	{"arena", 0, func(tb testing.TB) (Resource, func() uintptr, func()) {
+	// Takes its global arena at once (half the free memory: the limit) and
+	// never grows, so what it holds is the limit over the peak live bytes:
+	// 2.36-3.08x over 2 s (12 runs), never a request failed with room since
+	// a reclaim and its retry have the global arena to themselves.
+	{"arena", 3.5, func(tb testing.TB) (Resource, func() uintptr, func()) {
 		up := newCountingUpstream(tb)
 		a, err := NewArena(up, ArenaOptions{})
 		require.NoError(tb, err)
