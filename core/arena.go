@@ -74,8 +74,9 @@ type ArenaOptions struct {
 // and every wholly free superblock, moves to the allocation's arena a
 // partly used superblock of another stream's arena that has room for it
 // (after the synchronization its free memory is idle for every stream),
-// and tries again; if that fails too it writes ArenaDumpFile (with
-// DumpLogOnFailure) and returns ErrOutOfMemory.
+// and tries again, with the global arena to itself until it has (calls
+// that would use the global arena meanwhile wait); if that fails too it
+// writes ArenaDumpFile (with DumpLogOnFailure) and returns ErrOutOfMemory.
 //
 // Sizes are rounded up to 256 bytes; alignments above 256 are refused. An
 // Arena is safe for concurrent use.
@@ -314,7 +315,9 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 var arenaAfterReclaim func()
 
 // maxReclaims bounds the reclaims one allocation makes while each frees
-// something that other allocations then take first.
+// something that it then does not find (a large request: a call already
+// under way when it quiesced took it, or merged it into a block of its
+// stream's).
 const maxReclaims = 4
 
 // steal serves u units from a superblock of the stream's list in another
@@ -436,10 +439,10 @@ func (a *Arena) allocateLarge(s Stream, size uintptr) (uintptr, error) {
 // freeing meanwhile, and a block one of them frees next to a free block of
 // its list merges with it into a block only that stream may use until it
 // records its event: in the 16-stream soak (core/soak_test.go), right
-// after a reclaim, other streams had made all of the global arena's free
-// memory theirs again before the retry looked, most times it failed (373
-// requests failed in 60 s with 400 MiB free in blocks up to 4 times their
-// size). The caller holds no lock.
+// after a reclaim, the other streams had most times made the global
+// arena's free memory theirs again before the retry looked (310-374
+// requests failed a minute, with 400 MiB and more free). The caller holds
+// no lock.
 func (a *Arena) quiesce() {
 	// Blocks the caches in front of the arena hold come back first
 	// (through Deallocate, which waits while the arena is quiet).
@@ -464,9 +467,9 @@ func (a *Arena) waitQuiet() {
 	}
 }
 
-// reclaim (the arena quiesced: reclaimMu is held) synchronizes the device, then takes back into every arena the
-// memory freed on other streams and returns every wholly free superblock
-// to the global arena. When own (the list of an allocation of u units
+// reclaim (the caller quiesced the arena) synchronizes the device, then
+// takes back into every arena the memory freed on other streams and
+// returns every wholly free superblock to the global arena. When own (the list of an allocation of u units
 // that found no room, or nil) is still in the engine and has no room for
 // u units, it moves to own the superblock of another list that has
 // (adopt). It reports whether an allocation may now succeed: it gave a
