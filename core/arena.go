@@ -236,8 +236,43 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 		a.eng.Sweep(ls, l)
 		streamorder.UnlockAll(ls)
 	}
-	// After a reclaim the global arena is the caller's alone (quiet) until
-	// it has asked it again: see quiesce.
+	a.waitQuiet()
+	sbp, err := a.global.Allocate(s, superblockSize)
+	if err == nil {
+		return a.lend(s, l, sbp, u)
+	}
+	return a.allocateReclaiming(s, sl, l, u, err)
+}
+
+// lend lends the superblock at sbp, just taken from the global arena on s,
+// to l and serves u units from it.
+func (a *Arena) lend(s Stream, l *arenaList, sbp uintptr, u int) (uintptr, error) {
+	sb := &superblock{base: sbp, free: superblockUnits}
+	a.windows[(sbp-a.base)/superblockSize].Store(sb)
+	l.Mu.Lock()
+	if l.Retired {
+		l.Mu.Unlock()
+		a.windows[(sbp-a.base)/superblockSize].Store(nil)
+		if err := a.global.Deallocate(s, sbp, superblockSize); err != nil {
+			return 0, err
+		}
+		return 0, streamorder.ErrRetry
+	}
+	l.adopt(sb)
+	p := l.allocLocal(u)
+	l.Mu.Unlock()
+	if p == 0 {
+		return 0, fmt.Errorf("%s: %w: internal error: a new superblock cannot hold %d units", kindArena, ErrBadAlloc, u)
+	}
+	return p, nil
+}
+
+// allocateReclaiming is allocateSlow once the global arena had no
+// superblock for it (err): it reclaims, looks in its own list and the
+// stream's other shards, and asks the global arena again, with the global
+// arena to itself from the reclaim to that request (see quiesce), up to
+// maxReclaims times.
+func (a *Arena) allocateReclaiming(s Stream, sl *streamorder.Lists[arenaList], l *arenaList, u int, err error) (uintptr, error) {
 	quiet := false
 	defer func() {
 		if quiet {
@@ -245,33 +280,14 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 		}
 	}()
 	for attempt := 0; ; attempt++ {
-		if !quiet {
-			a.waitQuiet()
-		}
-		sbp, err := a.global.Allocate(s, superblockSize)
-		if quiet {
+		if attempt > 0 {
+			var sbp uintptr
+			sbp, err = a.global.Allocate(s, superblockSize)
 			a.unquiesce()
 			quiet = false
-		}
-		if err == nil {
-			sb := &superblock{base: sbp, free: superblockUnits}
-			a.windows[(sbp-a.base)/superblockSize].Store(sb)
-			l.Mu.Lock()
-			if l.Retired {
-				l.Mu.Unlock()
-				a.windows[(sbp-a.base)/superblockSize].Store(nil)
-				if err := a.global.Deallocate(s, sbp, superblockSize); err != nil {
-					return 0, err
-				}
-				return 0, streamorder.ErrRetry
+			if err == nil {
+				return a.lend(s, l, sbp, u)
 			}
-			l.adopt(sb)
-			p := l.allocLocal(u)
-			l.Mu.Unlock()
-			if p == 0 {
-				return 0, fmt.Errorf("%s: %w: internal error: a new superblock cannot hold %d units", kindArena, ErrBadAlloc, u)
-			}
-			return p, nil
 		}
 		if !errors.Is(err, ErrOutOfMemory) || attempt == maxReclaims {
 			return 0, a.failure(s, uintptr(u)<<unitShift, err)
@@ -306,7 +322,7 @@ func (a *Arena) allocateSlow(s Stream, sl *streamorder.Lists[arenaList], l *aren
 		if !progress {
 			return 0, a.failure(s, uintptr(u)<<unitShift, err)
 		}
-		// Try the global arena again, still quiet.
+		// Ask the global arena again, still quiet.
 	}
 }
 
