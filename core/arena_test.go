@@ -378,7 +378,9 @@ func TestArenaSweepKeepsStreamsWithQueuedFrees(t *testing.T) {
 	q, err := a.Allocate(freer, 100<<10, 256)
 	require.NoError(t, err)
 	require.NoError(t, a.Deallocate(freer, q, 100<<10, 256))
+	a.quiesce()
 	_, err = a.reclaim(nil, 0)
+	a.unquiesce()
 	require.NoError(t, err)
 	require.NoError(t, a.Deallocate(freer, p, 100<<10, 256)) // queued in owner's list
 	sl, err := a.eng.Lookup(freer)
