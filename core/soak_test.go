@@ -28,18 +28,18 @@ var soakDuration = flag.Duration("soak", 0, "TestSoakStreams: how long each reso
 var soakShare = flag.Float64("soak-share", 0.5, "TestSoakStreams: the limit as a part of the device's free memory")
 
 // soakResources are the resources of the soak, each under a limiting
-// adaptor. make returns the resource, what it holds from the device now
+// adaptor of limit bytes. make returns the resource, what it holds from the device now
 // (a counting view of the device below it, or the memory it maps) and its
 // closer. bound is the reserved over peak live bytes that make test's short
 // run may not pass (0: not run there).
 var soakResources = []struct {
 	name  string
 	bound float64
-	make  func(tb testing.TB) (r Resource, reserved func() uintptr, done func())
+	make  func(tb testing.TB, limit uintptr) (r Resource, reserved func() uintptr, done func())
 }{
 	// 1.48-1.79x over 2 s (16 runs on a loaded machine of 2 cores); the
 	// bound is the goal.
-	{"pool", 2, func(tb testing.TB) (Resource, func() uintptr, func()) {
+	{"pool", 2, func(tb testing.TB, _ uintptr) (Resource, func() uintptr, func()) {
 		up := newCountingUpstream(tb)
 		p, err := NewPool(up, PoolOptions{})
 		require.NoError(tb, err)
@@ -47,7 +47,7 @@ var soakResources = []struct {
 	}},
 	// Fixed-size bins of 256 KiB to 4 MiB (and hidden ones below) over a
 	// pool: 2.7-3.7x over 2 s (21 runs); the goal (2x) is not met.
-	{"binning", 4, func(tb testing.TB) (Resource, func() uintptr, func()) {
+	{"binning", 4, func(tb testing.TB, _ uintptr) (Resource, func() uintptr, func()) {
 		up := newCountingUpstream(tb)
 		p, err := NewPool(up, PoolOptions{})
 		require.NoError(tb, err)
@@ -55,22 +55,23 @@ var soakResources = []struct {
 		require.NoError(tb, err)
 		return b, up.current, func() { _ = b.Close(); _ = p.Close() }
 	}},
-	// Takes its global arena at once (half the free memory: the limit) and
+	// Takes its global arena at once (the limit: by default half the free
+	// memory, RMM's default size; -soak-share makes both smaller) and
 	// never grows: what it holds over the peak live bytes is the limit over
 	// how far the workers' live bytes reach, which is less in 2 s on a busy
 	// machine: 2.36-3.08x (12 runs on an idle machine of 2 cores), 2.54-4.74x
 	// (24 runs beside other work). No request failed with room in any, since
 	// a reclaim and its retry have the global arena to themselves: that is
 	// the guard; the bound only catches an arena that fails far more.
-	{"arena", 6, func(tb testing.TB) (Resource, func() uintptr, func()) {
+	{"arena", 6, func(tb testing.TB, limit uintptr) (Resource, func() uintptr, func()) {
 		up := newCountingUpstream(tb)
-		a, err := NewArena(up, ArenaOptions{})
+		a, err := NewArena(up, ArenaOptions{ArenaSize: limit})
 		require.NoError(tb, err)
 		return a, up.current, func() { _ = a.Close() }
 	}},
 	// Maps device memory itself (no upstream): what it holds is what it
 	// maps. 1.53-2.04x over 2 s (14 runs).
-	{"expandable", 2.5, func(tb testing.TB) (Resource, func() uintptr, func()) {
+	{"expandable", 2.5, func(tb testing.TB, _ uintptr) (Resource, func() uintptr, func()) {
 		e, err := NewExpandable(ExpandableOptions{})
 		require.NoError(tb, err)
 		return e, e.PoolSize, func() { _ = e.Close() }
@@ -80,16 +81,16 @@ var soakResources = []struct {
 // TestSoakStreams: 16 goroutines, each on a stream of its own, allocate
 // and free random sizes (mostly small, some up to 64 MiB) for a while,
 // together holding up to half the limit of a limiting adaptor over it (the
-// limit: half of the device's free memory, or -soak-share of it). It measures what each resource holds
-// over the peak live bytes (goal: 2x), whether that keeps growing (the
-// most held in the first half against the most in the last quarter), and
-// the requests that failed while the limit had room.
+// limit: half of the device's free memory, or -soak-share of it). It
+// measures what each resource holds over the peak live bytes (goal: 2x),
+// whether that keeps growing (the most held in the first half against the
+// most in the last quarter), and the requests that failed while the limit
+// had room.
 //
-// In make test it runs the pool, binning and expandable for 2 s each and
-// guards each against its bound in soakResources (figures there and in
-// docs/sub-allocators.md). With -soak DURATION every resource runs that
-// long and the figures are only reported (the arena fails requests it has
-// room for): the GPU bundle's soak.
+// In make test it runs every resource for 2 s and guards each against its
+// bound in soakResources (figures there and in docs/sub-allocators.md) and
+// against any request failed with room. With -soak DURATION every resource
+// runs that long and the figures are only reported: the GPU's soak.
 func TestSoakStreams(t *testing.T) {
 	d := *soakDuration
 	long := d != 0
@@ -111,7 +112,7 @@ func TestSoakStreams(t *testing.T) {
 			continue
 		}
 		t.Run(sr.name, func(t *testing.T) {
-			r, reserved, done := sr.make(t)
+			r, reserved, done := sr.make(t, limit)
 			defer done()
 			lim, err := NewLimiting(r, limit, DefaultAlignment)
 			require.NoError(t, err)
