@@ -69,11 +69,13 @@ type ExpandableOptions struct {
 // place of the range where it fits: the fewest granules that make it fit
 // next to the free memory already there (and a sixty-fourth of what is
 // mapped ahead, where that fits, so that a run of small requests does not
-// map granule by granule). Past the maximum size or the device's memory,
-// or the release threshold, or when its free memory could hold the request
-// and a thirty-second of what is mapped besides (free in pieces that do
-// not fit the request), the resource first gives back its wholly free
-// granules, after a device synchronization (memory freed in stream order
+// map granule by granule); at the limit (the maximum or the device
+// refusing after a give-back), where it needs the fewest granules, nothing
+// ahead. Past the maximum size or the device's memory, or the release
+// threshold, or when its free memory could hold the request and a
+// thirty-second of what is mapped besides (free in pieces that do not fit
+// the request), the resource first gives back its wholly free granules,
+// after a device synchronization (memory freed in stream order
 // may still be in use), and tries again. Release gives them back on
 // request; Close gives back everything.
 //
