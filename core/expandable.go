@@ -69,11 +69,13 @@ type ExpandableOptions struct {
 // place of the range where it fits: the fewest granules that make it fit
 // next to the free memory already there (and a sixty-fourth of what is
 // mapped ahead, where that fits, so that a run of small requests does not
-// map granule by granule). Past the maximum size or the device's memory,
-// or the release threshold, or when its free memory could hold the request
-// and a thirty-second of what is mapped besides (free in pieces that do
-// not fit the request), the resource first gives back its wholly free
-// granules, after a device synchronization (memory freed in stream order
+// map granule by granule); at the limit (the maximum or the device
+// refusing after a give-back), where it needs the fewest granules, nothing
+// ahead. Past the maximum size or the device's memory, or the release
+// threshold, or when its free memory could hold the request and a
+// thirty-second of what is mapped besides (free in pieces that do not fit
+// the request), the resource first gives back its wholly free granules,
+// after a device synchronization (memory freed in stream order
 // may still be in use), and tries again. Release gives them back on
 // request; Close gives back everything.
 //
@@ -102,11 +104,12 @@ type Expandable struct {
 	nranges atomic.Int32   // len(ranges), for ReservedSize
 	mapped  atomic.Uintptr // bytes mapped
 	peak    atomic.Uintptr // most bytes mapped at once
-	// growths and releases count the mappings made and the times free
-	// granules were given back (each a device synchronization), for tests.
-	growths, releases atomic.Uint64
-	gen               atomic.Uint64 // counts changes to the holes
-	closed            atomic.Bool
+	// growths, handles and releases count the mappings made, the physical
+	// allocations (cuMemCreate) behind them and the times free granules
+	// were given back (each a device synchronization), for tests.
+	growths, handles, releases atomic.Uint64
+	gen                        atomic.Uint64 // counts changes to the holes
+	closed                     atomic.Bool
 
 	caches // caches in front of it (Cacheable): asked for their blocks before it maps more
 }
@@ -336,9 +339,9 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
-	reclaimed := false
+	var st growState
 	asked, gave := false, false // the caches in front were asked for their blocks, and gave some
-	for attempt := 0; ; {
+	for {
 		gen := e.gen.Load()
 		p, err := e.h.Allocate(stream, size)
 		if err == nil {
@@ -356,7 +359,7 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 				continue
 			}
 		}
-		if p, err = e.grow(stream, size, gen, attempt, &reclaimed); p != 0 || err != nil {
+		if p, err = e.grow(stream, size, gen, &st); p != 0 || err != nil {
 			if err != nil && gave && errors.Is(err, ErrOutOfMemory) {
 				e.caches.futile()
 			}
@@ -365,8 +368,17 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 			}
 			return p, nil
 		}
-		attempt++
+		st.attempt++
 	}
+}
+
+// growState is what the growths of one allocation have done so far.
+type growState struct {
+	attempt   int  // times the heap was looked at again
+	reclaimed bool // free granules were given back
+	// missed: memory mapped next to free memory did not merge with free
+	// memory of the caller's list (another list's): map the whole request.
+	missed bool
 }
 
 // grow maps memory for a request of size bytes on stream s that the heap
@@ -375,28 +387,29 @@ func (e *Expandable) Allocate(stream Stream, bytes, alignment uintptr) (uintptr,
 // heap again: another allocation changed the holes meanwhile, free
 // granules were given back, or the new memory did not merge with free
 // memory of the caller's list.
-func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, reclaimed *bool) (uintptr, error) {
+func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (uintptr, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed.Load() {
 		return 0, errClosed(kindExpandable)
 	}
-	if e.gen.Load() != gen && attempt < maxGrowAttempts {
+	if e.gen.Load() != gen && st.attempt < maxGrowAttempts {
 		return 0, nil // look again; past the bound, map what this request needs
 	}
 	reclaim := func() (uintptr, error) {
-		*reclaimed = true
+		st.reclaimed = true
 		return 0, e.release()
 	}
 	if size > e.maxSize {
 		return 0, e.outOfRoom(size, size)
 	}
-	// The first try maps next to free memory; a later one (the new memory
-	// did not merge with it: another list's) maps the whole request, which
-	// Fill then serves from the caller's list.
-	pl, ok := e.plan(size, attempt == 0)
+	// Map next to free memory, unless that did not merge with it (another
+	// list's): then map the whole request, which Fill serves from the
+	// caller's list.
+	near := !st.missed
+	pl, ok := e.plan(s, size, near, false)
 	if !ok {
-		if !*reclaimed && e.h.FreeBytes() > 0 {
+		if !st.reclaimed && e.h.FreeBytes() > 0 {
 			return reclaim() // free granules may join a hole big enough
 		}
 		// Live blocks are spread over the ranges so that none has room
@@ -405,7 +418,7 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, recla
 			if err := e.addRange(); err != nil {
 				return 0, err
 			}
-			pl, ok = e.plan(size, false)
+			pl, ok = e.plan(s, size, false, false)
 		}
 		if !ok {
 			return 0, fmt.Errorf("%s: %w: no range of %s left in the %d address ranges of %s reserved (failed to allocate %s)",
@@ -415,15 +428,20 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, recla
 	need := pl.need
 	mapped := e.mapped.Load()
 	if mapped+need > e.maxSize {
-		if !*reclaimed && e.h.FreeBytes() > 0 {
+		if !st.reclaimed && e.h.FreeBytes() > 0 {
 			return reclaim()
 		}
-		return 0, e.outOfRoom(size, need)
+		if lp, ok := e.plan(s, size, near, true); ok && lp.need < need {
+			pl, need = lp, lp.need // at the limit: where the fewest granules do
+		}
+		if mapped+need > e.maxSize {
+			return 0, e.outOfRoom(size, need)
+		}
 	}
-	if e.threshold != 0 && mapped+need > e.threshold && !*reclaimed && e.h.FreeBytes() >= max(need/2, e.gran) {
+	if e.threshold != 0 && mapped+need > e.threshold && !st.reclaimed && e.h.FreeBytes() >= max(need/2, e.gran) {
 		return reclaim()
 	}
-	if !*reclaimed && e.h.UsableBy(s) >= size+mapped/trimSlack {
+	if !st.reclaimed && e.h.UsableBy(s) >= size+mapped/trimSlack {
 		// Enough is free, in pieces the request does not fit in, and more
 		// besides: give the wholly free granules back first (one device
 		// synchronization), so that what is mapped for the request is
@@ -439,18 +457,37 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, attempt int, recla
 	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
 		need = more
 	}
+	at, err := e.mapAt(pl, need)
+	if err != nil && errors.Is(err, ErrOutOfMemory) {
+		if !st.reclaimed && e.h.FreeBytes() > 0 {
+			return reclaim()
+		}
+		// The device is at its limit: map only what the request needs,
+		// where it needs the fewest granules.
+		if lp, ok := e.plan(s, size, near, true); ok && lp.need < need {
+			need = lp.need
+			at, err = e.mapAt(lp, need)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	e.gen.Add(1)
+	p, err := e.h.Fill(s, at, need, size)
+	if p == 0 && err == nil {
+		st.missed = true
+	}
+	return p, err
+}
+
+// mapAt maps need bytes at the start of pl's hole, or at its end, and
+// returns where. mu held.
+func (e *Expandable) mapAt(pl growthPlan, need uintptr) (uintptr, error) {
 	at := pl.hole.Base
 	if pl.atEnd {
 		at = pl.hole.Base + pl.hole.Size - need
 	}
-	if err := e.mapRange(at, need); err != nil {
-		if errors.Is(err, ErrOutOfMemory) && !*reclaimed && e.h.FreeBytes() > 0 {
-			return reclaim()
-		}
-		return 0, err
-	}
-	e.gen.Add(1)
-	return e.h.Fill(s, at, need, size)
+	return at, e.mapRange(at, need)
 }
 
 // growthPlan is where to map memory: need bytes at the start of hole, or
@@ -462,29 +499,41 @@ type growthPlan struct {
 }
 
 // plan chooses where to map memory for size bytes: in the lowest hole
-// where it fits, the fewest granules that hold size bytes together with
-// the free memory already beside the hole (when near is set), at the start
-// or the end of the hole. First fit by address keeps what is mapped packed
-// at the low end of the range, so that the high end stays one hole for
-// large requests. mu held.
-func (e *Expandable) plan(size uintptr, near bool) (pl growthPlan, ok bool) {
+// where it fits (with least set: in the hole where it needs the fewest),
+// the fewest granules that hold size bytes together with the free memory
+// already beside the hole (when near is set: that of s's home list, which
+// the new memory merges with), at the start or the end of the hole, or the
+// whole hole where that joins the free memory on both sides into a block
+// large enough. First fit by address keeps what is
+// mapped packed at the low end of the range, so that the high end stays
+// one hole for large requests; least is for a resource at its limit, where
+// a granule more or less decides whether the request is served. mu held.
+func (e *Expandable) plan(s Stream, size uintptr, near, least bool) (pl growthPlan, ok bool) {
 	roundUp := func(n uintptr) uintptr { return max(e.gran, (n+e.gran-1)/e.gran*e.gran) }
-	for _, hi := range e.h.Holes() {
+	holes := e.h.Holes
+	if near {
+		holes = func() []heap.HoleInfo { return e.h.HolesFor(s) }
+	}
+	for _, hi := range holes() {
 		before, after := hi.FreeBefore, hi.FreeAfter
 		if !near {
 			before, after = 0, 0
 		}
-		if n := roundUp(size - min(size, before)); n <= hi.Size {
-			pl, ok = growthPlan{hi.Span, false, n}, true
+		consider := func(n uintptr, atEnd bool) {
+			if n <= hi.Size && (!ok || n < pl.need) {
+				pl, ok = growthPlan{hi.Span, atEnd, n}, true
+			}
 		}
-		if n := roundUp(size - min(size, after)); n <= hi.Size && (!ok || n < pl.need) {
-			pl, ok = growthPlan{hi.Span, true, n}, true
+		consider(roundUp(size-min(size, before)), false)
+		consider(roundUp(size-min(size, after)), true)
+		if before+hi.Size+after >= size {
+			consider(hi.Size, false)
 		}
-		if ok {
+		if ok && !least {
 			return pl, true
 		}
 	}
-	return pl, false
+	return pl, ok
 }
 
 // outOfRoom is the error of a request of size bytes that needs need more
@@ -525,6 +574,7 @@ func (e *Expandable) mapRange(at, n uintptr) error {
 			return vmmError(kindExpandable+": mapping device memory", err)
 		}
 		e.setMapping(at+off, sz, h)
+		e.handles.Add(1)
 		off += sz
 	}
 	if err := e.vm.MemSetAccess(at, n, e.access...); err != nil {

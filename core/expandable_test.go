@@ -788,3 +788,71 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// TestExpandableLeastAtLimit: at the device's limit, a growth maps where
+// the request needs the fewest granules, next to the free memory that is
+// already there, not in the lowest hole where it fits; and the free memory
+// beside a hole still counts after free granules were given back.
+func TestExpandableLeastAtLimit(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 64 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{})
+	st := DefaultStream
+	alloc := func(n uintptr) uintptr {
+		t.Helper()
+		p, err := e.Allocate(st, n, DefaultAlignment)
+		require.NoError(t, err)
+		return p
+	}
+	// [x 2 MiB][h 4 MiB][y 2 MiB][z 1 MiB, 1 MiB free after it]
+	x, h, y, z := alloc(2*mib), alloc(4*mib), alloc(2*mib), alloc(1*mib)
+	require.Equal(t, []uintptr{x + 2*mib, x + 6*mib, x + 8*mib}, []uintptr{h, y, z}, "packed in address order")
+	require.EqualValues(t, 10*mib, e.PoolSize())
+	// Giving h back leaves a 4 MiB hole low in the range; z's granule
+	// stays, half free, at the end of what is mapped.
+	require.NoError(t, e.Deallocate(st, h, 4*mib, DefaultAlignment))
+	require.NoError(t, e.Release())
+	require.EqualValues(t, 6*mib, e.PoolSize())
+	// The device keeps one granule free. 3 MiB: the low hole needs two
+	// granules; after z's free MiB one does.
+	hog, err := s.Malloc(64*mib - 6*mib - 2*mib)
+	require.NoError(t, err)
+	p := alloc(3 * mib)
+	assert.Equal(t, z+1*mib, p, "served after z, not in the low hole")
+	assert.EqualValues(t, 8*mib, e.PoolSize())
+	fillAndCheck(t, s, p, 3*mib, 0x3c, st)
+	fillAndCheck(t, s, z, 1*mib, 0x3d, st)
+	for _, b := range []struct{ p, n uintptr }{{p, 3 * mib}, {x, 2 * mib}, {y, 2 * mib}, {z, 1 * mib}} {
+		require.NoError(t, e.Deallocate(st, b.p, b.n, DefaultAlignment))
+	}
+	require.NoError(t, e.Release())
+	assert.Zero(t, e.PoolSize())
+	require.NoError(t, s.Free(hog))
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}
+
+// TestExpandableDeviceLimitNoMapAhead: a growth that maps ahead (a
+// sixty-fourth of what is mapped) and that the device refuses maps only
+// what the request needs, rather than fail with the device's last
+// granules free.
+func TestExpandableDeviceLimitNoMapAhead(t *testing.T) {
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: 512 * mib})
+	e := newTestExpandable(t, s, ExpandableOptions{})
+	st := DefaultStream
+	big, err := e.Allocate(st, 400*mib, DefaultAlignment)
+	require.NoError(t, err)
+	// The device keeps 2 MiB free; a growth now maps ahead 8 MiB.
+	hog, err := s.Malloc(512*mib - 400*mib - 2*mib)
+	require.NoError(t, err)
+	growths := e.growths.Load()
+	p, err := e.Allocate(st, 1*mib, DefaultAlignment)
+	require.NoError(t, err, "the device's last granule holds the request")
+	assert.EqualValues(t, 402*mib, e.PoolSize())
+	assert.Equal(t, growths+1, e.growths.Load())
+	fillAndCheck(t, s, p, 1*mib, 0x77, st)
+	require.NoError(t, e.Deallocate(st, p, 1*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(st, big, 400*mib, DefaultAlignment))
+	require.NoError(t, s.Free(hog))
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}

@@ -93,7 +93,22 @@ type HoleInfo struct {
 
 // Holes describes every hole, in address order. It flushes the magazines
 // first, so that the free memory it counts is what a request could merge.
-func (h *Heap) Holes() []HoleInfo {
+func (h *Heap) Holes() []HoleInfo { return h.holesBeside(0) }
+
+// HolesFor is Holes counting only the free memory that memory Fill makes
+// free on stream s would merge with: that of s's home list. A stream the
+// heap cannot look up counts none.
+func (h *Heap) HolesFor(s cudart.Stream) []HoleInfo {
+	sl, err := h.eng.Lookup(s)
+	if err != nil {
+		return h.holesBeside(-1)
+	}
+	return h.holesBeside(h.eng.HomeOf(sl).ID)
+}
+
+// holesBeside describes the holes, counting beside each the free blocks of
+// the list owner (0: of any list; -1: of none).
+func (h *Heap) holesBeside(owner int32) []HoleInfo {
 	h.holes.mu.Lock()
 	defer h.holes.mu.Unlock()
 	ls := h.eng.LockAll()
@@ -101,15 +116,16 @@ func (h *Heap) Holes() []HoleInfo {
 	for _, l := range ls {
 		h.magFlushAll(l)
 	}
+	counts := func(o int32) bool { return o > 0 && (owner == 0 || o == owner) }
 	pg := h.nodes.load()
 	out := make([]HoleInfo, len(h.holes.ids))
 	for i, id := range h.holes.ids {
 		n := pg.at(id)
 		hi := HoleInfo{Span: Span{n.addr, n.size}}
-		for p := n.prev.Load(); p != 0 && pg.at(p).owner.Load() > 0; p = pg.at(p).prev.Load() {
+		for p := n.prev.Load(); p != 0 && counts(pg.at(p).owner.Load()); p = pg.at(p).prev.Load() {
 			hi.FreeBefore += pg.at(p).size
 		}
-		for q := n.next; q != 0 && pg.at(q).owner.Load() > 0; q = pg.at(q).next {
+		for q := n.next; q != 0 && counts(pg.at(q).owner.Load()); q = pg.at(q).next {
 			hi.FreeAfter += pg.at(q).size
 		}
 		out[i] = hi
