@@ -343,3 +343,33 @@ func TestBinningHiddenBins(t *testing.T) {
 	require.NoError(t, b.Close())
 	assert.Zero(t, up.liveCount(), "Close closes the hidden bins too")
 }
+
+// TestBinningChunkSizes: the bins NewBinning makes take 8 MiB chunks from
+// the upstream, but at least 8 blocks up to 32 MiB (binBlocks): five bins
+// of 256 KiB to 4 MiB held 160 MiB for one block each with 32 MiB chunks,
+// which kept 16 streams allocating random sizes (TestSoakStreams) at 3x
+// their peak live bytes.
+func TestBinningChunkSizes(t *testing.T) {
+	up := newCountingUpstream(t)
+	p, err := NewPool(up, PoolOptions{})
+	require.NoError(t, err)
+	defer p.Close()
+	b, err := NewBinning(p, 18, 22)
+	require.NoError(t, err)
+	defer b.Close()
+	want := map[uintptr]uintptr{
+		64 << 10: 8 << 20, 128 << 10: 8 << 20, // hidden: 128 and 64 blocks
+		256 << 10: 8 << 20, 512 << 10: 8 << 20, 1 << 20: 8 << 20, // 32, 16, 8 blocks
+		2 << 20: 16 << 20, 4 << 20: 32 << 20, // 8 blocks
+	}
+	for size, chunk := range want {
+		ptr, err := b.Allocate(DefaultStream, size, DefaultAlignment)
+		require.NoError(t, err)
+		bin := b.bins.Load().find(size).fixed
+		assert.Equal(t, chunk, bin.HeldBytes(), "bin of %d bytes", size)
+		require.NoError(t, b.Deallocate(DefaultStream, ptr, size, DefaultAlignment))
+	}
+	assert.Equal(t, 1, binBlocks(64<<20), "a bin over 32 MiB takes one block at a time")
+	assert.Equal(t, 4, binBlocks(8<<20))
+	assert.Equal(t, 128, binBlocks(4<<10))
+}
