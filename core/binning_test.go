@@ -274,7 +274,7 @@ func TestBinningGivesBackFreeChunks(t *testing.T) {
 	p, err := NewPool(up, PoolOptions{})
 	require.NoError(t, err)
 	defer p.Close()
-	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 32 MiB chunks
+	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 8 MiB chunks
 	require.NoError(t, err)
 	bin := b.bins.Load().find(256 << 10).fixed
 	small := b.bins.Load().find(8 << 10).fixed // hidden, chunks of 1 MiB
