@@ -139,10 +139,10 @@ func (t *binTable) find(bytes uintptr) *bin {
 // (five bins of at least one chunk each, and chunks kept by one live
 // block): 2.9-3.2x reserved over peak live in three runs of 3 s; 8 MiB
 // chunks for every bin, 70-80 MiB and 2.3-2.5x. But 8 or 16 MiB chunks for
-// the 4 MiB bin took GPT-2's replay from 1.055x to 1.16x (a bin's chunk
-// left live in a 2.2 GiB chunk of the pool kept the pool from giving that
-// chunk back before its next growth), hence at least 8 blocks: GPT-2
-// 1.058x, ResNet-50 1.067x, CuPy 1.256x.
+// the 4 MiB bin took GPT-2's replay from 1.055x to 1.16x (before its last
+// growths, for requests of 2.5 GiB, the pool could give back one 2.2 GiB
+// chunk fewer: something in it stayed live), hence at least 8 blocks:
+// GPT-2 1.058x, ResNet-50 1.067x, CuPy 1.256x.
 const (
 	binChunk     = 8 << 20
 	binChunkMax  = 32 << 20
