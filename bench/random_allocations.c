@@ -693,8 +693,8 @@ static void describe_resource(int r, char* out, size_t n) {
     case R_ARENA: snprintf(out, n, "arena_memory_resource(cuda, arena %s)", s1); break;
     case R_BINNING:
       snprintf(out, n,
-               "binning_memory_resource(pool(cuda, initial %s)): fixed-size bins %zu B..%s (%d bins, 128 blocks "
-               "preallocated each), larger sizes from the pool",
+               "binning_memory_resource(pool(cuda, initial %s)): fixed-size bins %zu B..%s (%d bins fetching "
+               "128 blocks at a time up to 128 KiB, 16 MiB of blocks above, at least 8 up to 32 MiB), larger sizes from the pool",
                s1, (size_t)1 << opt.bin_min_exp, s2, opt.bin_max_exp - opt.bin_min_exp + 1);
       break;
     case R_EXPANDABLE:

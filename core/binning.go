@@ -124,17 +124,40 @@ func (t *binTable) find(bytes uintptr) *bin {
 	return nil
 }
 
-// binChunk is the most bytes a bin the Binning makes takes from the
-// upstream at once: 128 blocks (RMM's number) up to 256 KiB blocks, fewer
-// above. RMM's 128 blocks of 4 MiB take 512 MiB for the first 4 MiB
-// request; replaying real training (bench/traces) with bins of 256 KiB to
-// 4 MiB over a pool, 32 MiB chunks took ResNet-50 from 1.23x to 1.13x its
-// peak live bytes and a CuPy pipeline from 1.66x to 1.29x.
-const binChunk = 32 << 20
+// binChunk and binChunkMax bound what a bin the Binning makes takes from
+// the upstream at once: 128 blocks (RMM's number) up to 128 KiB blocks,
+// binChunk (16 MiB) of blocks above, but at least binMinBlocks blocks as
+// long as they fit in binChunkMax (32 MiB): 64 blocks of 256 KiB, 32 of
+// 512 KiB, 16 of 1 MiB, 8 of 2 and 4 MiB, 4 of 8 MiB, one block above
+// 32 MiB.
+//
+// RMM's 128 blocks of 4 MiB take 512 MiB for the first 4 MiB request;
+// replaying real training (bench/traces) with bins of 256 KiB to 4 MiB over
+// a pool, 32 MiB chunks took ResNet-50 from 1.23x to 1.13x its peak live
+// bytes and a CuPy pipeline from 1.66x to 1.29x. With 16 streams allocating
+// random sizes (TestSoakStreams, peak live ~150 MiB) 32 MiB chunks for
+// every bin left the bins holding 180-190 MiB of free blocks on average
+// (five bins of at least one chunk each, and chunks kept by one live
+// block): 2.9-3.2x reserved over peak live in three runs of 3 s; 8 MiB
+// chunks for every bin, 70-80 MiB and 2.3-2.5x. But 8 or 16 MiB chunks for
+// the 4 MiB bin took GPT-2's replay from 1.055x to 1.16x (before its last
+// growths, for requests of 2.5 GiB, the pool could give back one 2.2 GiB
+// chunk fewer; no bin's chunk lay in it: a request above the bins stayed
+// live there, placed otherwise after the bins took other chunks), hence at
+// least 8 blocks. Chunks of 16 MiB rather than 8 below that: CuPy's replay
+// 1.209x against 1.256x (GPT-2 1.061x against 1.058x, ResNet-50 1.078x
+// against 1.066x), the soak 2.56-2.92x against 2.48-2.85x in 4 runs of 2 s
+// each, alternated.
+const (
+	binChunk     = 16 << 20
+	binChunkMax  = 32 << 20
+	binMinBlocks = 8
+)
 
 // binBlocks is the number of blocks a bin of size bytes fetches at once.
 func binBlocks(size uintptr) int {
-	return int(max(1, min(defaultBlocksToPrealloc, binChunk/size)))
+	n := max(binChunk/size, min(binMinBlocks, binChunkMax/size))
+	return int(max(1, min(defaultBlocksToPrealloc, n)))
 }
 
 // maxBinExponent bounds the exponents NewBinning accepts: a bin of 2^57
@@ -145,7 +168,7 @@ const maxBinExponent = 57
 // of 2^minExp, 2^(minExp+1), ..., 2^maxExp bytes (sizes below 256 become
 // one bin of 256 bytes). minExp = maxExp = -1 makes no bins (add them with
 // AddBin). Each bin fetches 128 blocks from the upstream at a time, as
-// RMM's do, or 32 MiB of them for bins over 256 KiB (binChunk).
+// RMM's do, or fewer for bins over 128 KiB (binBlocks).
 func NewBinning(upstream Resource, minExp, maxExp int) (*Binning, error) {
 	r, err := rt()
 	if err != nil {

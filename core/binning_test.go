@@ -274,7 +274,7 @@ func TestBinningGivesBackFreeChunks(t *testing.T) {
 	p, err := NewPool(up, PoolOptions{})
 	require.NoError(t, err)
 	defer p.Close()
-	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 32 MiB chunks
+	b, err := NewBinning(p, 18, 18) // one bin: 256 KiB blocks, 8 MiB chunks
 	require.NoError(t, err)
 	bin := b.bins.Load().find(256 << 10).fixed
 	small := b.bins.Load().find(8 << 10).fixed // hidden, chunks of 1 MiB
@@ -342,4 +342,34 @@ func TestBinningHiddenBins(t *testing.T) {
 	require.NoError(t, b.Deallocate(DefaultStream, x, 300, 256))
 	require.NoError(t, b.Close())
 	assert.Zero(t, up.liveCount(), "Close closes the hidden bins too")
+}
+
+// TestBinningChunkSizes: the bins NewBinning makes take 16 MiB chunks from
+// the upstream, but at least 8 blocks up to 32 MiB (binBlocks): five bins
+// of 256 KiB to 4 MiB held 160 MiB for one block each with 32 MiB chunks,
+// which kept 16 streams allocating random sizes (TestSoakStreams) at 3x
+// their peak live bytes.
+func TestBinningChunkSizes(t *testing.T) {
+	up := newCountingUpstream(t)
+	p, err := NewPool(up, PoolOptions{})
+	require.NoError(t, err)
+	defer p.Close()
+	b, err := NewBinning(p, 18, 22)
+	require.NoError(t, err)
+	defer b.Close()
+	want := map[uintptr]uintptr{
+		64 << 10: 8 << 20, 128 << 10: 16 << 20, // hidden: 128 blocks each
+		256 << 10: 16 << 20, 512 << 10: 16 << 20, 1 << 20: 16 << 20, // 64, 32, 16 blocks
+		2 << 20: 16 << 20, 4 << 20: 32 << 20, // 8 blocks
+	}
+	for size, chunk := range want {
+		ptr, err := b.Allocate(DefaultStream, size, DefaultAlignment)
+		require.NoError(t, err)
+		bin := b.bins.Load().find(size).fixed
+		assert.Equal(t, chunk, bin.HeldBytes(), "bin of %d bytes", size)
+		require.NoError(t, b.Deallocate(DefaultStream, ptr, size, DefaultAlignment))
+	}
+	assert.Equal(t, 1, binBlocks(64<<20), "a bin over 32 MiB takes one block at a time")
+	assert.Equal(t, 4, binBlocks(8<<20))
+	assert.Equal(t, 128, binBlocks(4<<10))
 }

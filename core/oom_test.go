@@ -273,7 +273,7 @@ func TestOOMReportFixedSize(t *testing.T) {
 func TestOOMReportBinning(t *testing.T) {
 	cuda, _ := NewCuda()
 	lim, _ := NewLimiting(cuda, 48<<20, DefaultAlignment)
-	b, err := NewBinning(lim, 18, 18) // one bin of 256 KiB, 128 blocks a chunk
+	b, err := NewBinning(lim, 18, 18) // one bin of 256 KiB, 8 MiB chunks (binBlocks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestOOMReportBinning(t *testing.T) {
 		if err != nil {
 			e := oomOf(t, err)
 			chainIs(t, e, "binning", "fixed_size", "limiting", "cuda")
-			if r := reportOf(t, e, "fixed_size"); r.Live != uintptr(len(ptrs))<<18 || len(ptrs) != 128 {
+			if r := reportOf(t, e, "fixed_size"); r.Live != uintptr(len(ptrs))<<18 || len(ptrs) != 48<<20/binChunk*binBlocks(256<<10) {
 				t.Fatalf("fixed_size live %d, %d blocks handed out", r.Live, len(ptrs))
 			}
 			break

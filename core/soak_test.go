@@ -46,8 +46,9 @@ var soakResources = []struct {
 		return p, up.current, func() { _ = p.Close() }
 	}},
 	// Fixed-size bins of 256 KiB to 4 MiB (and hidden ones below) over a
-	// pool: 2.7-3.7x over 2 s (21 runs); the goal (2x) is not met.
-	{"binning", 4, func(tb testing.TB, _ uintptr) (Resource, func() uintptr, func()) {
+	// pool: 2.56-2.92x over 2 s (4 runs; 2.7-3.7x in 21 runs with 32 MiB
+	// bin chunks); the goal (2x) is not met.
+	{"binning", 3.5, func(tb testing.TB, _ uintptr) (Resource, func() uintptr, func()) {
 		up := newCountingUpstream(tb)
 		p, err := NewPool(up, PoolOptions{})
 		require.NoError(tb, err)
