@@ -27,6 +27,9 @@ var soakDuration = flag.Duration("soak", 0, "TestSoakStreams: how long each reso
 // one GPU (the GPU bundle runs two resources per device at once).
 var soakShare = flag.Float64("soak-share", 0.5, "TestSoakStreams: the limit as a part of the device's free memory")
 
+// shortSoakLimit caps the limit of make test's short soak.
+const shortSoakLimit = 512 << 20
+
 // soakResources are the resources of the soak, each under a limiting
 // adaptor of limit bytes. make returns the resource, what it holds from the device now
 // (a counting view of the device below it, or the memory it maps) and its
@@ -88,7 +91,8 @@ var soakResources = []struct {
 // most in the last quarter), and the requests that failed while the limit
 // had room.
 //
-// In make test it runs every resource for 2 s and guards each against its
+// In make test it runs every resource for 2 s under a limit of at most
+// shortSoakLimit and guards each against its
 // bound in soakResources (figures there and in docs/sub-allocators.md) and
 // against any request failed with room. With -soak DURATION every resource
 // runs that long and the figures are only reported: the GPU's soak.
@@ -108,6 +112,14 @@ func TestSoakStreams(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, *soakShare > 0 && *soakShare <= 1, "-soak-share %v: want a part in (0, 1]", *soakShare)
 	limit := uintptr(float64(free)**soakShare) &^ 255
+	if !long {
+		// The short run's bounds hold once the live bytes reach their
+		// level, which 2 s reach under 512 MiB (the simulated device's
+		// default: half of 1 GiB) but not under half an H200: there the
+		// pool held 2.06x and the arena, its size fixed at the limit,
+		// 7.70x while the live bytes still rose (Run 32).
+		limit = min(limit, shortSoakLimit)
+	}
 	for _, sr := range soakResources {
 		if !long && sr.bound == 0 {
 			continue
