@@ -111,3 +111,17 @@ def test_direct_async_control_builds(tmp_path):
     assert rw.build_direct_async(str(tmp_path)) == lib and (tmp_path / "direct_async.so").stat().st_mtime_ns == mtime
     so = ctypes.CDLL(lib)
     assert so.direct_async_allocate and so.direct_async_deallocate
+
+
+def test_oom_report_of_the_worker():
+    """A case that runs out of memory under rmmgo keeps rmmgo's report of it
+    (what the resource held, live and free) in its record."""
+    rmm = pytest.importorskip("rmmgo")
+    MiB = 1 << 20
+    pool = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), 8 * MiB, 8 * MiB)
+    live = rmm.DeviceBuffer(size=6 * MiB, mr=pool)
+    with pytest.raises(MemoryError):
+        rmm.DeviceBuffer(size=4 * MiB, mr=pool)
+    report = rw.rmm_oom_report()
+    assert report["bytes"] == 4 * MiB and report["resources"][0]["kind"] == "pool", report
+    del live

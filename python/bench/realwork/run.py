@@ -545,6 +545,8 @@ def run_worker(a, rec):
                 raise
             rec["oom"] += 1
             rec.setdefault("oom_errors", []).append("step %d: %s" % (i, str(e).splitlines()[0][:200] if str(e) else type(e).__name__))
+            if rmm is not None and "oom_report" not in rec:
+                rec["oom_report"] = rmm_oom_report()
             if i >= warm:
                 rec["step_times"].append(None)
             if rec["oom"] >= 3:
@@ -570,6 +572,17 @@ def run_worker(a, rec):
     if rec.get("peak_reserved") is None:
         rec["peak_reserved"] = device_used
         rec["reserved_source"] = "device used"
+
+
+def rmm_oom_report():
+    """rmmgo's report of this thread's last out-of-memory error (what was
+    live, free and mapped when it failed), or a note why there is none: a
+    failure on PyTorch's autograd thread leaves none on this one."""
+    try:
+        from rmmgo.oom import last_out_of_memory_report
+        return last_out_of_memory_report() or {"note": "no report on the worker's main thread"}
+    except Exception as e:  # noqa: BLE001 -- a report is a diagnosis; the benchmark goes on without it
+        return {"note": "no report: %s" % e}
 
 
 def build_direct_async(out):
