@@ -107,7 +107,7 @@ func (h *Heap) HolesFor(s cudart.Stream) []HoleInfo {
 }
 
 // holesBeside describes the holes, counting beside each the free blocks of
-// the list owner (0: of any list; -1: of none).
+// the list owner (0: of any list; -1: of none) among the lists it locked.
 func (h *Heap) holesBeside(owner int32) []HoleInfo {
 	h.holes.mu.Lock()
 	defer h.holes.mu.Unlock()
@@ -116,7 +116,13 @@ func (h *Heap) holesBeside(owner int32) []HoleInfo {
 	for _, l := range ls {
 		h.magFlushAll(l)
 	}
-	counts := func(o int32) bool { return o > 0 && (owner == 0 || o == owner) }
+	// Only the lists locked here: a list made since (a new shard's) may be
+	// changing its nodes, and its free memory is left out.
+	locked := make(map[int32]bool, len(ls))
+	for _, l := range ls {
+		locked[l.ID] = true
+	}
+	counts := func(o int32) bool { return o > 0 && (owner == 0 || o == owner) && locked[o] }
 	pg := h.nodes.load()
 	out := make([]HoleInfo, len(h.holes.ids))
 	for i, id := range h.holes.ids {
