@@ -214,9 +214,19 @@ func newExpandable(r cudart.Runtime, opts ExpandableOptions) (*Expandable, error
 // giving back to a few per workload where the free memory is only the
 // rounding of what is live. Replays of real training (bench/traces) hold
 // 1.01-1.04x their peak live bytes with these.
+//
+// Mapping ahead stops where it would leave the device less than a
+// headroomShare-th of its memory free: the CUDA libraries take device
+// memory behind the allocator's back (cublasCreate's workspace, kernels
+// loaded lazily at their first launch), and a resource that had mapped the
+// last gigabytes ahead of need made cublasCreate fail on PyTorch's autograd
+// thread, GPT-2 training at batch 93 on an H200 (Run 33). Near the device's
+// limit a growth maps what the request needs, as PyTorch's expandable
+// segments do.
 const (
-	mapAhead  = 64
-	trimSlack = 32
+	mapAhead      = 64
+	trimSlack     = 32
+	headroomShare = 64
 )
 
 // maxGrowAttempts bounds the times one allocation looks in the heap again
@@ -356,7 +366,7 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 	if e.threshold != 0 {
 		limit = min(limit, max(e.threshold, mapped+need))
 	}
-	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
+	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit && e.roomAhead(more) {
 		need = more
 	}
 	at, err := e.mapAt(pl, need)
@@ -380,6 +390,18 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 		st.missed = true
 	}
 	return p, err
+}
+
+// roomAhead reports whether mapping n bytes leaves the device a
+// headroomShare-th of its memory free (the growth policy above). It reads
+// the free memory of the calling thread's current device, so a thread on
+// another device does not map ahead. mu held.
+func (e *Expandable) roomAhead(n uintptr) bool {
+	if d, err := e.rt.GetDevice(); err != nil || d != e.dev {
+		return false
+	}
+	free, total, err := e.rt.MemGetInfo()
+	return err == nil && uint64(n)+total/headroomShare <= free
 }
 
 // mapAt maps need bytes at the start of pl's hole, or at its end, and

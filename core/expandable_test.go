@@ -856,3 +856,46 @@ func TestExpandableDeviceLimitNoMapAhead(t *testing.T) {
 	require.NoError(t, e.Close())
 	checkNoLeak(t, s)
 }
+
+// TestExpandableHeadroom: a growth maps ahead only while the device keeps a
+// headroomShare-th of its memory free besides; nearer the limit it maps
+// what the request needs, leaving the rest to memory taken behind the
+// allocator's back (cublasCreate failed on an H200 when mapping ahead had
+// taken the device's last gigabytes, Run 33).
+func TestExpandableHeadroom(t *testing.T) {
+	const total = 1024 * mib
+	headroom := uintptr(total / headroomShare) // 16 MiB
+	for _, tc := range []struct {
+		name      string
+		free      uintptr // device memory free before the growth
+		wantGrown uintptr
+	}{
+		{"room: maps ahead", 64 * mib, 14 * mib}, // 896 MiB / mapAhead
+		{"one granule short of room: maps the request", headroom + 14*mib - 2*mib, 2 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: total})
+			e := newTestExpandable(t, s, ExpandableOptions{})
+			st := DefaultStream
+			big, err := e.Allocate(st, 896*mib, DefaultAlignment)
+			require.NoError(t, err)
+			require.EqualValues(t, 896*mib, e.PoolSize())
+			free, _, err := s.MemGetInfo()
+			require.NoError(t, err)
+			hog, err := s.Malloc(uintptr(free) - tc.free)
+			require.NoError(t, err)
+			p, err := e.Allocate(st, 1*mib, DefaultAlignment)
+			require.NoError(t, err)
+			assert.EqualValues(t, 896*mib+tc.wantGrown, e.PoolSize())
+			after, _, err := s.MemGetInfo()
+			require.NoError(t, err)
+			assert.EqualValues(t, uint64(tc.free-tc.wantGrown), after)
+			fillAndCheck(t, s, p, 1*mib, 0x5a, st)
+			require.NoError(t, e.Deallocate(st, p, 1*mib, DefaultAlignment))
+			require.NoError(t, e.Deallocate(st, big, 896*mib, DefaultAlignment))
+			require.NoError(t, s.Free(hog))
+			require.NoError(t, e.Close())
+			checkNoLeak(t, s)
+		})
+	}
+}
