@@ -125,3 +125,13 @@ def test_oom_report_of_the_worker():
     report = rw.rmm_oom_report()
     assert report["bytes"] == 4 * MiB and report["resources"][0]["kind"] == "pool", report
     del live
+
+
+def test_note_oom_keeps_the_first_message_whole():
+    rec = {"oom": 0}
+    rw.note_oom(rec, 3, MemoryError("out of memory: 8 MiB\n  pool: 6 MiB live"), False)
+    rw.note_oom(rec, 4, MemoryError("out of memory again\n  more"), False)
+    assert rec["oom"] == 2
+    assert rec["oom_errors"] == ["step 3: out of memory: 8 MiB", "step 4: out of memory again"]
+    assert rec["oom_message"] == "out of memory: 8 MiB\n  pool: 6 MiB live", "the first, whole"
+    assert "oom_report" not in rec

@@ -543,10 +543,7 @@ def run_worker(a, rec):
         except Exception as e:  # noqa: BLE001 -- an out-of-memory step is counted, the others re-raised
             if not is_oom(e):
                 raise
-            rec["oom"] += 1
-            rec.setdefault("oom_errors", []).append("step %d: %s" % (i, str(e).splitlines()[0][:200] if str(e) else type(e).__name__))
-            if rmm is not None and "oom_report" not in rec:
-                rec["oom_report"] = rmm_oom_report()
+            note_oom(rec, i, e, rmm is not None)
             if i >= warm:
                 rec["step_times"].append(None)
             if rec["oom"] >= 3:
@@ -572,6 +569,19 @@ def run_worker(a, rec):
     if rec.get("peak_reserved") is None:
         rec["peak_reserved"] = device_used
         rec["reserved_source"] = "device used"
+
+
+def note_oom(rec, step, e, under_rmm):
+    """Counts the out-of-memory error e of step in rec: its first line per
+    step, and the first one whole (rmmgo's report, what was live, free and
+    mapped, is in the message, also where the failure was on PyTorch's
+    autograd thread, whose per-thread report the worker's thread cannot
+    read)."""
+    rec["oom"] += 1
+    rec.setdefault("oom_errors", []).append("step %d: %s" % (step, str(e).splitlines()[0][:200] if str(e) else type(e).__name__))
+    rec.setdefault("oom_message", str(e)[:8000])
+    if under_rmm and "oom_report" not in rec:
+        rec["oom_report"] = rmm_oom_report()
 
 
 def rmm_oom_report():
