@@ -215,14 +215,15 @@ func newExpandable(r cudart.Runtime, opts ExpandableOptions) (*Expandable, error
 // rounding of what is live. Replays of real training (bench/traces) hold
 // 1.01-1.04x their peak live bytes with these.
 //
-// Mapping ahead stops where it would leave the device less than a
-// headroomShare-th of its memory free: the CUDA libraries take device
-// memory behind the allocator's back (cublasCreate's workspace, kernels
-// loaded lazily at their first launch), and a resource that had mapped the
-// last gigabytes ahead of need made cublasCreate fail on PyTorch's autograd
-// thread, GPT-2 training at batch 93 on an H200 (Run 33). Near the device's
-// limit a growth maps what the request needs, as PyTorch's expandable
-// segments do.
+// The device's headroom: a headroomShare-th of its memory. The CUDA
+// libraries take device memory behind the allocator's back (cublasCreate's
+// workspace, kernels loaded lazily at their first launch): with the last
+// gigabytes mapped and held free by the resource, cublasCreate failed on
+// PyTorch's autograd thread, GPT-2 training at batch 93 on an H200 (Runs
+// 33-34), where PyTorch's expandable segments train batch 100. So a growth
+// that would leave the device less than its headroom free first gives the
+// wholly free granules back (as at the device's limit), and it never maps
+// ahead into the headroom: there it maps what the request needs.
 const (
 	mapAhead      = 64
 	trimSlack     = 32
@@ -350,6 +351,11 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 			return 0, e.outOfRoom(size, need)
 		}
 	}
+	if !st.reclaimed && e.h.FreeBytes() >= e.gran {
+		if left, known := e.headroomAfter(need); known && !left {
+			return reclaim() // near the device's limit: keep its headroom
+		}
+	}
 	if e.threshold != 0 && mapped+need > e.threshold && !st.reclaimed && e.h.FreeBytes() >= max(need/2, e.gran) {
 		return reclaim()
 	}
@@ -366,8 +372,10 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 	if e.threshold != 0 {
 		limit = min(limit, max(e.threshold, mapped+need))
 	}
-	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit && e.roomAhead(more) {
-		need = more
+	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
+		if left, known := e.headroomAfter(more); left && known {
+			need = more
+		}
 	}
 	at, err := e.mapAt(pl, need)
 	if err != nil && errors.Is(err, ErrOutOfMemory) {
@@ -392,16 +400,19 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 	return p, err
 }
 
-// roomAhead reports whether mapping n bytes leaves the device a
-// headroomShare-th of its memory free (the growth policy above). It reads
-// the free memory of the calling thread's current device, so a thread on
-// another device does not map ahead. mu held.
-func (e *Expandable) roomAhead(n uintptr) bool {
+// headroomAfter reports whether mapping n more bytes leaves the device its
+// headroom free (the growth policy above). It reads the free memory of the
+// calling thread's current device: known is false on a thread whose
+// current device is another, or where the device cannot say. mu held.
+func (e *Expandable) headroomAfter(n uintptr) (left, known bool) {
 	if d, err := e.rt.GetDevice(); err != nil || d != e.dev {
-		return false
+		return false, false
 	}
 	free, total, err := e.rt.MemGetInfo()
-	return err == nil && uint64(n)+total/headroomShare <= free
+	if err != nil {
+		return false, false
+	}
+	return uint64(n)+total/headroomShare <= free, true
 }
 
 // mapAt maps need bytes at the start of pl's hole, or at its end, and

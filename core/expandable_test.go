@@ -899,3 +899,39 @@ func TestExpandableHeadroom(t *testing.T) {
 		})
 	}
 }
+
+// TestExpandableHeadroomGivesBack: a growth that would leave the device
+// less than its headroom free first gives the resource's wholly free
+// granules back, so that the device keeps room for what the CUDA libraries
+// take behind the allocator's back.
+func TestExpandableHeadroomGivesBack(t *testing.T) {
+	const total = 1024 * mib
+	headroom := uint64(total / headroomShare) // 16 MiB
+	s := newSimRuntime(t, sim.Config{Devices: 1, MemoryPerDevice: total})
+	e := newTestExpandable(t, s, ExpandableOptions{})
+	st := DefaultStream
+	x, err := e.Allocate(st, 64*mib, DefaultAlignment)
+	require.NoError(t, err)
+	y, err := e.Allocate(st, 448*mib, DefaultAlignment)
+	require.NoError(t, err)
+	require.NoError(t, e.Deallocate(st, x, 64*mib, DefaultAlignment))
+	held := e.PoolSize()
+	// 100 MiB do not fit in x's 64 free MiB. The device has room for them,
+	// not for them and its headroom.
+	free, _, err := s.MemGetInfo()
+	require.NoError(t, err)
+	hog, err := s.Malloc(uintptr(free) - 100*mib - 8*mib)
+	require.NoError(t, err)
+	p, err := e.Allocate(st, 100*mib, DefaultAlignment)
+	require.NoError(t, err)
+	after, _, err := s.MemGetInfo()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after, headroom, "the device keeps its headroom")
+	assert.Less(t, e.PoolSize(), held+100*mib, "x's granules were given back")
+	fillAndCheck(t, s, p, 100*mib, 0x6b, st)
+	require.NoError(t, e.Deallocate(st, p, 100*mib, DefaultAlignment))
+	require.NoError(t, e.Deallocate(st, y, 448*mib, DefaultAlignment))
+	require.NoError(t, s.Free(hog))
+	require.NoError(t, e.Close())
+	checkNoLeak(t, s)
+}
