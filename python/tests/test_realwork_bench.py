@@ -135,3 +135,22 @@ def test_note_oom_keeps_the_first_message_whole():
     assert rec["oom_errors"] == ["step 3: out of memory: 8 MiB", "step 4: out of memory again"]
     assert rec["oom_message"] == "out of memory: 8 MiB\n  pool: 6 MiB live", "the first, whole"
     assert "oom_report" not in rec
+
+
+def test_rmm_case_writes_an_event_log(tmp_path):
+    """--log: an rmmgo case's allocations and frees go to RMM's CSV log."""
+    rmm = pytest.importorskip("rmmgo")
+    log = str(tmp_path / "case.csv")
+    prev = rmm.mr.get_current_device_resource()
+    try:
+        r = rw.Rmm("rmm-pool0", log=log)
+        buf = rmm.DeviceBuffer(size=1 << 20)
+        del buf
+        r.top.flush()
+    finally:
+        rmm.mr.set_current_device_resource(prev)
+    with open(r.top.get_file_name()) as f:  # RMM's name: case.dev0.csv
+        rows = f.read().splitlines()
+    assert rows[0].startswith("Thread,Time,Action,Pointer,Size,Stream"), rows[:1]
+    actions = [row.split(",")[2] for row in rows[1:]]
+    assert actions == ["allocate", "free"], rows

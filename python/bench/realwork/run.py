@@ -53,6 +53,8 @@ allocator's step time.
   python3 python/bench/realwork/run.py --quick --no-stats --out /tmp/t  # time only: rmmgo without the statistics adaptor
   python3 python/bench/realwork/run.py --no-stats --repeat 3 --workloads gpt2-train --allocators torch,rmm-expandable
       # speed: the cases interleaved three times, each round paired with its own baseline, and the median
+  python3 python/bench/realwork/run.py --max-batch --log --allocators rmm-expandable --max-batch-first 92 --max-batch-limit 93
+      # also OUT/<case>.csv: RMM's event log of each rmmgo case, for cmd/rmmgo-replay
 
 Writes OUT/results.json (every case), OUT/table.md and OUT/<case>.json; prints
 the table and one JSON line per case. rmmgo must be importable (PYTHONPATH=python
@@ -125,6 +127,9 @@ def parse_args(argv):
                          "each time is paired with its own round's baseline, and a second table gives each round's time and the median")
     ap.add_argument("--no-stats", action="store_true",
                     help="rmmgo without the statistics adaptor on top: time only, no peak live (what a user runs)")
+    ap.add_argument("--log", action="store_true",
+                    help="rmmgo cases also write RMM's CSV event log of every allocation and free (a logging "
+                         "adaptor on top) to OUT/<case>.csv, for cmd/rmmgo-replay")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # internal: run one case, write JSON to this path
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--allocator", default=None, help=argparse.SUPPRESS)
@@ -183,6 +188,8 @@ def run_case(a, workload, allocator, steps, batch=None):
         cmd += ["--batch", str(batch)]
     if a.no_stats:
         cmd += ["--no-stats"]
+    if a.log and allocator in RMM_ALLOCATORS:
+        cmd += ["--log"]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, env=worker_env(allocator), capture_output=True, text=True, timeout=a.timeout)
@@ -391,7 +398,7 @@ class Rmm:
     """The rmmgo resource of an allocator name, with a statistics adaptor on
     top unless stats is false (then peak live is not known)."""
 
-    def __init__(self, allocator, stats=True):
+    def __init__(self, allocator, stats=True, log=None):
         import rmmgo.mr as mr
         self.kind = allocator
         if allocator == "rmm-pool":
@@ -412,7 +419,11 @@ class Rmm:
         else:
             raise ValueError(allocator)
         self.stats = mr.StatisticsResourceAdaptor(self.res) if stats else None
-        mr.set_current_device_resource(self.stats if stats else self.res)
+        top = self.stats if stats else self.res
+        if log:
+            top = mr.LoggingResourceAdaptor(top, log_file_name=log)
+        self.top = top  # kept alive while the frameworks allocate from it
+        mr.set_current_device_resource(top)
         self._cudart = None
 
     def peak_live(self):
@@ -526,7 +537,7 @@ def run_worker(a, rec):
     rmm = None
     counter = None
     if alloc.startswith("rmm"):
-        rmm = Rmm(alloc, stats=not a.no_stats)  # the current device resource, which both frameworks' rmmgo allocators use
+        rmm = Rmm(alloc, stats=not a.no_stats, log=a.worker[:-len(".json")] + ".csv" if a.log else None)  # the current device resource, which both frameworks' rmmgo allocators use
         if is_cupy:
             from rmmgo.allocators.cupy import rmm_cupy_allocator
             cupy.cuda.set_allocator(rmm_cupy_allocator)
