@@ -90,6 +90,8 @@ fi
 cp -r testdata/. "$B/testdata/" 2>/dev/null || true
 # The real-workload logs, replayed by bench.sh's traces part (bin/rmmgo-replay).
 mkdir -p "$B/bench/traces" && cp bench/traces/*.csv.gz bench/traces/README.md "$B/bench/traces/"
+# The log at the device's limit, replayed by core's TestExpandableAtDeviceLimit (from testdata/).
+cp -r bench/traces/at-limit "$B/bench/traces/"
 # The Go tests run from testdata/ and build cudart's fake runtime from
 # ../cudart/testdata/fake_cudart.c (capi and core's tests of the C paths).
 mkdir -p "$B/cudart/testdata"
