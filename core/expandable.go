@@ -77,7 +77,12 @@ type ExpandableOptions struct {
 // thirty-second of what is mapped besides (free in pieces that do not fit
 // the request), the resource first gives back its wholly free granules,
 // after a device synchronization (memory freed in stream order
-// may still be in use), and tries again. Release gives them back on
+// may still be in use), and tries again. Before any of that, when other
+// streams hold free memory the requesting stream may not use yet of at
+// least the request and a thirty-second of what is mapped, it synchronizes
+// the device, which makes that memory usable by every stream, and tries
+// again without giving anything back (a workload on one stream never
+// does). Release gives them back on
 // request; Close gives back everything.
 //
 // Sizes are rounded up to 256 bytes and blocks are 256-byte aligned;
@@ -107,10 +112,12 @@ type Expandable struct {
 	peak    atomic.Uintptr // most bytes mapped at once
 	// growths, handles and releases count the mappings made, the physical
 	// allocations (cuMemCreate) behind them and the times free granules
-	// were given back (each a device synchronization), for tests.
-	growths, handles, releases atomic.Uint64
-	gen                        atomic.Uint64 // counts changes to the holes
-	closed                     atomic.Bool
+	// were given back (each a device synchronization); settles the device
+	// synchronizations that settled other streams' free memory before a
+	// growth (settle), for tests and the soak.
+	growths, handles, releases, settles atomic.Uint64
+	gen                                 atomic.Uint64 // counts changes to the holes
+	closed                              atomic.Bool
 
 	caches // caches in front of it (Cacheable): asked for their blocks before it maps more
 }
@@ -291,7 +298,8 @@ type growState struct {
 	reclaimed bool // free granules were given back
 	// missed: memory mapped next to free memory did not merge with free
 	// memory of the caller's list (another list's): map the whole request.
-	missed bool
+	missed  bool
+	settled bool // every stream's free memory was settled (settle)
 }
 
 // grow maps memory for a request of size bytes on stream s that the heap
@@ -315,6 +323,9 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 	}
 	if size > e.maxSize {
 		return 0, e.outOfRoom(size, size)
+	}
+	if !st.settled && !st.reclaimed && e.unsettled(s) >= size+e.mapped.Load()/trimSlack {
+		return 0, e.settle(st)
 	}
 	// Map next to free memory, unless that did not merge with it (another
 	// list's): then map the whole request, which Fill serves from the
@@ -413,6 +424,39 @@ func (e *Expandable) headroomAfter(n uintptr) (left, known bool) {
 		return false, false
 	}
 	return uint64(n)+total/headroomShare <= free, true
+}
+
+// unsettled returns the free bytes other streams hold that stream s may
+// not use yet: freed in stream order on those streams and not ordered
+// before s since (a device synchronization would make them usable). A
+// workload on one stream has none. mu held.
+func (e *Expandable) unsettled(s Stream) uintptr {
+	free, usable := e.h.FreeBytes(), e.h.UsableBy(s)
+	if usable >= free {
+		return 0
+	}
+	return free - usable
+}
+
+// settle synchronizes the device and notes it in the stream-ordering
+// engine, so that every block freed before is free for every stream, and
+// has the allocation look in the heap again; it unmaps nothing. The growth
+// rule: with many streams, most of the free memory lies fresh in other
+// streams' lists at any time, and mapping more for a request that it could
+// serve holds the memory twice (the 16-stream soak at the H200's scale on
+// the simulated device held 3.00-3.17x its peak live bytes without this,
+// 1.85-2.09x with it: docs/benchmarks.md). Only when those bytes reach the request and a
+// trimSlack-th of what is mapped, as for giving back, so that a
+// synchronization is worth a growth saved. mu held.
+func (e *Expandable) settle(st *growState) error {
+	st.settled = true
+	e.settles.Add(1)
+	marks := e.h.SyncMarks()
+	if err := e.rt.DeviceSynchronize(); err != nil {
+		return cudaError(kindExpandable+": synchronizing to settle free memory", err)
+	}
+	e.h.ApplySync(marks)
+	return nil
 }
 
 // mapAt maps need bytes at the start of pl's hole, or at its end, and

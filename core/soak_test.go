@@ -130,8 +130,9 @@ func TestSoakStreams(t *testing.T) {
 			t.Logf("%s: %s", sr.name, res)
 			if e, ok := r.(*Expandable); ok {
 				// Each give-back is a device synchronization and unmapping,
-				// each growth a mapping: what costs time on a GPU.
-				t.Logf("%s: %d growths, %d give-backs", sr.name, e.growths.Load(), e.releases.Load())
+				// each growth a mapping, each settle a device
+				// synchronization: what costs time on a GPU.
+				t.Logf("%s: %d growths, %d give-backs, %d settles", sr.name, e.growths.Load(), e.releases.Load(), e.settles.Load())
 			}
 			if long {
 				return
