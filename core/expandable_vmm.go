@@ -41,9 +41,15 @@ type vaRange struct {
 // memory back granule by granule, one that holds tens of GiB in 32 MiB
 // pieces. Replays of bench/traces: GPT-2 training maps 6.7x fewer handles
 // than with a handle per granule, the CuPy pipeline 2.2x fewer and holds
-// 1.05x its peak live bytes instead of 1.04x.
+// 1.05x its peak live bytes instead of 1.04x. At the device's limit the
+// handle size decides what is served: on an H200, GPT-2 training at batch
+// 100 failed with 294 MiB free in 127 pieces inside 32 MiB handles where it
+// needed 170 MiB more (Run 36); replaying its batch-93 log
+// (bench/traces/at-limit, peak live 132,403 MiB), the smallest device that
+// serves it is about 132,750 MiB with 32 MiB handles, 132,490 MiB with
+// 8 MiB ones and 132,440 MiB with 2 MiB ones. So 8 MiB: four granules.
 const (
-	handleGranules = 16
+	handleGranules = 4
 	handleShare    = 256
 )
 
