@@ -895,10 +895,7 @@ func TestExpandableHeadroom(t *testing.T) {
 			big, err := e.Allocate(st, 896*mib, DefaultAlignment)
 			require.NoError(t, err)
 			require.EqualValues(t, 896*mib, e.PoolSize())
-			free, _, err := s.MemGetInfo()
-			require.NoError(t, err)
-			hog, err := s.Malloc(uintptr(free) - tc.free)
-			require.NoError(t, err)
+			hog := leaveFree(t, s, tc.free)
 			p, err := e.Allocate(st, 1*mib, DefaultAlignment)
 			require.NoError(t, err)
 			assert.EqualValues(t, 896*mib+tc.wantGrown, e.PoolSize())
@@ -913,6 +910,17 @@ func TestExpandableHeadroom(t *testing.T) {
 			checkNoLeak(t, s)
 		})
 	}
+}
+
+// leaveFree takes the simulated device's memory but n bytes, and returns
+// the allocation that holds it.
+func leaveFree(t *testing.T, s *sim.Runtime, n uintptr) uintptr {
+	t.Helper()
+	free, _, err := s.MemGetInfo()
+	require.NoError(t, err)
+	hog, err := s.Malloc(uintptr(free) - n)
+	require.NoError(t, err)
+	return hog
 }
 
 // TestExpandableHeadroomGivesBack: a growth that would leave the device
@@ -933,10 +941,7 @@ func TestExpandableHeadroomGivesBack(t *testing.T) {
 	held := e.PoolSize()
 	// 100 MiB do not fit in x's 64 free MiB. The device has room for them,
 	// not for them and its headroom.
-	free, _, err := s.MemGetInfo()
-	require.NoError(t, err)
-	hog, err := s.Malloc(uintptr(free) - 100*mib - 8*mib)
-	require.NoError(t, err)
+	hog := leaveFree(t, s, 100*mib+8*mib)
 	p, err := e.Allocate(st, 100*mib, DefaultAlignment)
 	require.NoError(t, err)
 	after, _, err := s.MemGetInfo()
