@@ -362,10 +362,9 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 			return 0, e.outOfRoom(size, need)
 		}
 	}
-	if !st.reclaimed && e.h.FreeBytes() >= e.gran {
-		if left, known := e.headroomAfter(need); known && !left {
-			return reclaim() // near the device's limit: keep its headroom
-		}
+	spare, known := e.deviceSpare()
+	if known && need > spare && !st.reclaimed && e.h.FreeBytes() >= e.gran {
+		return reclaim() // near the device's limit: keep its headroom
 	}
 	if e.threshold != 0 && mapped+need > e.threshold && !st.reclaimed && e.h.FreeBytes() >= max(need/2, e.gran) {
 		return reclaim()
@@ -383,10 +382,8 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 	if e.threshold != 0 {
 		limit = min(limit, max(e.threshold, mapped+need))
 	}
-	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit {
-		if left, known := e.headroomAfter(more); left && known {
-			need = more
-		}
+	if more := (mapped/mapAhead + e.gran - 1) / e.gran * e.gran; more > need && more <= pl.hole.Size && mapped+more <= limit && known && more <= spare {
+		need = more
 	}
 	at, err := e.mapAt(pl, need)
 	if err != nil && errors.Is(err, ErrOutOfMemory) {
@@ -411,19 +408,23 @@ func (e *Expandable) grow(s Stream, size uintptr, gen uint64, st *growState) (ui
 	return p, err
 }
 
-// headroomAfter reports whether mapping n more bytes leaves the device its
-// headroom free (the growth policy above). It reads the free memory of the
-// calling thread's current device: known is false on a thread whose
-// current device is another, or where the device cannot say. mu held.
-func (e *Expandable) headroomAfter(n uintptr) (left, known bool) {
+// deviceSpare returns what the device can give beyond its headroom (the
+// growth policy above): its free memory less a headroomShare-th of its
+// total, read once per growth. It reads the calling thread's current
+// device: known is false on a thread whose current device is another, or
+// where the device cannot say. mu held.
+func (e *Expandable) deviceSpare() (spare uintptr, known bool) {
 	if d, err := e.rt.GetDevice(); err != nil || d != e.dev {
-		return false, false
+		return 0, false
 	}
 	free, total, err := e.rt.MemGetInfo()
 	if err != nil {
-		return false, false
+		return 0, false
 	}
-	return uint64(n)+total/headroomShare <= free, true
+	if keep := total / headroomShare; free > keep {
+		return uintptr(free - keep), true
+	}
+	return 0, true
 }
 
 // unsettled returns the free bytes other streams hold that stream s may

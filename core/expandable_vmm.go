@@ -38,10 +38,11 @@ type vaRange struct {
 // training steps map tens of GiB. But giving back frees only handles whose
 // every granule is free, so a handle is at most a handleShare-th of what is
 // mapped (and handleGranules granules): a resource that holds little gives
-// memory back granule by granule, one that holds tens of GiB in 32 MiB
-// pieces. Replays of bench/traces: GPT-2 training maps 6.7x fewer handles
-// than with a handle per granule, the CuPy pipeline 2.2x fewer and holds
-// 1.05x its peak live bytes instead of 1.04x. At the device's limit the
+// memory back granule by granule, one that holds tens of GiB in pieces of
+// handleGranules granules. Replays of bench/traces with 32 MiB pieces:
+// GPT-2 training mapped 6.7x fewer handles than with a handle per granule,
+// the CuPy pipeline 2.2x fewer and held 1.05x its peak live bytes instead
+// of 1.04x. At the device's limit the
 // handle size decides what is served: on an H200, GPT-2 training at batch
 // 100 failed with 294 MiB free in 127 pieces inside 32 MiB handles where it
 // needed 170 MiB more (Run 36); replaying its batch-93 log
